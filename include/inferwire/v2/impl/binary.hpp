@@ -1,0 +1,836 @@
+// Implementation of inferwire/v2/binary.hpp. Include that header, not this one.
+#ifndef INFERWIRE_V2_IMPL_BINARY_HPP
+#define INFERWIRE_V2_IMPL_BINARY_HPP
+
+#include <boost/json/monotonic_resource.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace inferwire::v2 {
+
+inline std::size_t encoded_body::binary_size() const noexcept {
+  std::size_t n = 0;
+  for (const auto& s : segments) n += s.size();
+  return n;
+}
+
+inline std::size_t encoded_body::size() const noexcept { return header.size() + binary_size(); }
+
+inline std::string encoded_body::flatten() const {
+  std::string body;
+  body.reserve(size());
+  body += header;
+  for (const auto& s : segments) body.append(reinterpret_cast<const char*>(s.data()), s.size());
+  return body;
+}
+
+namespace detail {
+
+inline std::string request_prefix(std::string_view id) {
+  return "[request id: " + (id.empty() ? std::string("<id_unknown>") : std::string(id)) + "] ";
+}
+
+inline status unable_to_parse(status st, std::string_view field) {
+  return st.prefix("Unable to parse '" + std::string(field) + "': ");
+}
+
+inline std::string limit_hint() { return " bytes. Use --http-max-input-size to increase the limit."; }
+
+// A custom parameter from JSON: string, int, bool or double, checked in that order; an
+// unsigned value above INT64_MAX becomes a double (v2-protocol §1.4 step 6).
+inline bool json_to_parameter(const boost::json::value& v, parameter_value& out) {
+  switch (v.kind()) {
+    case boost::json::kind::string:
+      if (json_access::is_nonfinite_literal(v)) {
+        double d = {};
+        status ignored;
+        json_access::as_double(v, d, ignored);
+        out = d;
+      } else {
+        out = std::string(v.get_string());
+      }
+      return true;
+    case boost::json::kind::int64: out = v.get_int64(); return true;
+    case boost::json::kind::uint64: out = static_cast<double>(v.get_uint64()); return true;
+    case boost::json::kind::bool_: out = v.get_bool(); return true;
+    case boost::json::kind::double_: out = v.get_double(); return true;
+    default: return false;
+  }
+}
+
+inline void append_parameter(std::string& h, const parameter_value& v) {
+  std::visit([&](const auto& x) {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, std::string>) append_json_string(h, x);
+    else if constexpr (std::is_same_v<T, bool>) h += x ? "true" : "false";
+    else if constexpr (std::is_same_v<T, double>) append_json_double(h, x);
+    else h += std::to_string(x);
+  }, v);
+}
+
+// Appends `"key":value` members of `m` (without braces), comma-separated; returns whether any
+// member was written.
+inline bool append_parameter_members(std::string& h, const parameter_map& m, bool comma) {
+  for (const auto& [k, v] : m) {
+    if (comma) h += ',';
+    comma = true;
+    append_json_string(h, k);
+    h += ':';
+    append_parameter(h, v);
+  }
+  return comma;
+}
+
+inline void append_key(std::string& h, std::string_view key) {
+  h += '"';
+  h += key;  // our own keys need no escaping
+  h += "\":";
+}
+
+inline void append_shape(std::string& h, std::span<const std::int64_t> shape) {
+  h += '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) h += ',';
+    h += std::to_string(shape[i]);
+  }
+  h += ']';
+}
+
+// The members of an input or output parameters object that are consumed as typed fields.
+inline bool is_data_parameter(std::string_view key) {
+  return key == "binary_data_size" || key == "shared_memory_region" ||
+         key == "shared_memory_offset" || key == "shared_memory_byte_size" ||
+         key == "binary_data" || key == "classification";
+}
+
+inline void copy_other_parameters(const boost::json::object* params, parameter_map& out) {
+  if (!params) return;
+  for (const auto& kv : *params) {
+    if (is_data_parameter(kv.key())) continue;
+    parameter_value v;
+    if (json_to_parameter(kv.value(), v)) out.set(kv.key(), std::move(v));
+  }
+}
+
+// Reads shared_memory_region/offset/byte_size from a tensor's parameters.
+inline bool read_shm_ref(const boost::json::object& params, shm_ref& ref, status& st) {
+  std::string_view region;
+  if (!json_access::as_string(params.at("shared_memory_region"), region, st)) {
+    st = unable_to_parse(std::move(st), "shared_memory_region");
+    return false;
+  }
+  ref.region = region;
+  if (const auto* v = params.if_contains("shared_memory_offset"))
+    if (!json_access::as_uint64(*v, ref.offset, st)) {
+      st = unable_to_parse(std::move(st), "shared_memory_offset");
+      return false;
+    }
+  if (const auto* v = params.if_contains("shared_memory_byte_size"))
+    if (!json_access::as_uint64(*v, ref.byte_size, st)) {
+      st = unable_to_parse(std::move(st), "shared_memory_byte_size");
+      return false;
+    }
+  return true;
+}
+
+// Like std::stoi: leading spaces, a sign, digits, anything after the digits ignored.
+// Returns false when no digits are found; `overflow` when the value leaves int64.
+inline bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& overflow) {
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  if (i < s.size() && s[i] == '+') ++i;
+  auto r = std::from_chars(s.data() + i, s.data() + s.size(), out);
+  overflow = r.ec == std::errc::result_out_of_range;
+  return r.ec == std::errc{} || overflow;
+}
+
+}  // namespace detail
+
+inline std::size_t parse_content_length(std::string_view value, status& st) {
+  std::size_t n = 0;
+  auto r = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (r.ec != std::errc{} || r.ptr != value.data() + value.size()) {
+    st = {errc::invalid_arg, "Unable to parse Content-Length, got: " + std::string(value)};
+    return 0;
+  }
+  return n;
+}
+
+inline std::size_t parse_header_length(std::optional<std::string_view> value,
+                                       std::size_t content_length, status& st) {
+  if (!value) return content_length;
+  std::int64_t n = 0;
+  bool overflow = false;
+  if (!detail::parse_leading_integer(*value, n, overflow)) {
+    st = {errc::invalid_arg,
+          "Unable to parse Inference-Header-Content-Length, got: " + std::string(*value)};
+    return 0;
+  }
+  if (overflow || n < std::numeric_limits<std::int32_t>::min() ||
+      n > std::numeric_limits<std::int32_t>::max()) {
+    st = {errc::invalid_arg,
+          "Unable to parse Inference-Header-Content-Length, value is out of range [ "
+          "-2147483648, 2147483647 ], got: " + std::string(*value)};
+    return 0;
+  }
+  if (n < 0 || static_cast<std::uint64_t>(n) > content_length) {
+    st = {errc::invalid_arg, "inference header size should be in range (0, " +
+                                 std::to_string(content_length) + "), got: " +
+                                 std::string(*value)};
+    return 0;
+  }
+  return static_cast<std::size_t>(n);
+}
+
+inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,
+                                          std::string_view model, status& st,
+                                          const codec_limits& limits) {
+  namespace json = boost::json;
+  using namespace json_access;
+  st = {};
+  infer_request req;
+  const std::string m(model);
+
+  if (header_length == 0) {
+    if (body.size() > limits.max_input_size) {
+      st = {errc::invalid_arg, "Raw input has a byte_size (" + std::to_string(body.size()) +
+                                   " bytes) that exceeds the maximum allowed value of " +
+                                   std::to_string(limits.max_input_size) + detail::limit_hint()};
+      return {};
+    }
+    req.raw_binary = true;
+    req.raw_input = tensor_data::view(body);
+    return req;
+  }
+  if (header_length > body.size()) {
+    st = {errc::invalid_arg, "inference header size should be in range (0, " +
+                                 std::to_string(body.size()) + "), got: " +
+                                 std::to_string(header_length)};
+    return {};
+  }
+  if (header_length > limits.max_input_size) {
+    st = {errc::invalid_arg, "request JSON size of " + std::to_string(header_length) +
+                                 " bytes exceeds the maximum allowed input size of " +
+                                 std::to_string(limits.max_input_size) + detail::limit_hint()};
+    return {};
+  }
+
+  // The parsed document lives only for this call: a stack buffer serves small headers
+  // without touching the heap.
+  unsigned char arena[8192];
+  json::monotonic_resource mr(arena, sizeof arena);
+  json::value doc = parse_json(body.substr(0, header_length), st, max_json_depth, &mr);
+  if (st) return {};
+  const json::object* root = as_object(doc, st);
+  if (!root) return {};
+
+  auto fail = [&](status s) {
+    st = std::move(s);
+    return infer_request{};
+  };
+
+  if (const auto* v = root->if_contains("id")) {
+    std::string_view id;
+    if (!as_string(*v, id, st)) return fail(detail::unable_to_parse(st, "id"));
+    req.id = id;
+  }
+
+  // Step 6: request parameters.
+  if (const auto* v = root->if_contains("parameters")) {
+    const json::object* params = as_object(*v, st);
+    if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+    req.parameters.reserve(params->size());
+    for (const auto& kv : *params) {
+      std::string_view key = kv.key();
+      const json::value& val = kv.value();
+      if (key == "sequence_id") {
+        if (val.is_string() && !is_nonfinite_literal(val)) {
+          req.parameters.set(key, std::string(val.get_string()));
+        } else {
+          std::uint64_t id = {};
+          if (!as_uint64(val, id, st)) return fail(detail::unable_to_parse(st, key));
+          req.parameters.set(key, id);
+        }
+      } else if (key == "sequence_start" || key == "sequence_end" ||
+                 key == "binary_data_output") {
+        bool b = {};
+        if (!as_bool(val, b, st)) return fail(detail::unable_to_parse(st, key));
+        req.parameters.set(key, b);
+      } else if (key == "priority" || key == "timeout") {
+        std::uint64_t u = {};
+        if (!as_uint64(val, u, st)) return fail(detail::unable_to_parse(st, key));
+        req.parameters.set(key, u);
+      } else if (key.starts_with("triton_")) {
+        return fail({errc::invalid_arg,
+                     "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                     "should not be specified."});
+      } else {
+        parameter_value pv;
+        if (!detail::json_to_parameter(val, pv))
+          return fail({errc::invalid_arg,
+                       "parameter '" + std::string(key) +
+                           "' has invalid type. It should be either 'int', 'bool', or 'string'."});
+        req.parameters.set(key, std::move(pv));
+      }
+    }
+  }
+
+  // Step 7: inputs.
+  const json::value* inputs_v = member(*root, "inputs", st);
+  if (!inputs_v) return fail(detail::unable_to_parse(st, "inputs"));
+  const json::array* inputs = as_array(*inputs_v, st);
+  if (!inputs) return fail(detail::unable_to_parse(st, "inputs"));
+
+  std::size_t next_binary = header_length;
+  req.inputs.reserve(inputs->size());
+  for (const auto& iv : *inputs) {
+    const json::object* in = as_object(iv, st);
+    if (!in) return fail(detail::unable_to_parse(st, "inputs"));
+    const json::object* params = nullptr;
+    if (const auto* p = in->if_contains("parameters")) {
+      params = as_object(*p, st);
+      if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+    }
+    const bool has_data = in->contains("data");
+    const bool has_binary = params && params->contains("binary_data_size");
+    const bool has_shm = params && params->contains("shared_memory_region");
+    if (int(has_data) + int(has_binary) + int(has_shm) != 1) {
+      std::string msg =
+          "Input must set only one of the following fields: 'data', 'binary_data_size' in "
+          "'parameters', 'shared_memory_region' in 'parameters'. But";
+      if (!has_data && !has_binary && !has_shm) msg += " no field is set";
+      else {
+        msg += " set";
+        if (has_data) msg += " 'data'";
+        if (has_binary) msg += " 'binary_data_size'";
+        if (has_shm) msg += " 'shared_memory_region'";
+      }
+      return fail({errc::invalid_arg, std::move(msg)});
+    }
+
+    infer_input input;
+    std::string_view s;
+    const json::value* f = member(*in, "name", st);
+    if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
+    input.name = s;
+    f = member(*in, "datatype", st);
+    if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
+    input.datatype = parse_data_type(s);
+    f = member(*in, "shape", st);
+    const json::array* shape = f ? as_array(*f, st) : nullptr;
+    if (!shape) return fail(detail::unable_to_parse(st, "shape"));
+    input.shape.reserve(shape->size());
+    for (const auto& d : *shape) {
+      std::uint64_t u = {};
+      if (!as_uint64(d, u, st)) return fail(detail::unable_to_parse(st, "shape"));
+      input.shape.push_back(static_cast<std::int64_t>(u));  // > INT64_MAX reads as invalid
+    }
+    for (const auto& prev : req.inputs)
+      if (prev.name == input.name)
+        return fail({errc::invalid_arg, detail::request_prefix(req.id) + "input '" +
+                                            input.name + "' already exists in request"});
+    detail::copy_other_parameters(params, input.parameters);
+
+    if (has_binary) {
+      std::uint64_t size = {};
+      if (!as_uint64(params->at("binary_data_size"), size, st))
+        return fail(detail::unable_to_parse(st, "binary_data_size"));
+      if (size > body.size() - next_binary)
+        return fail({errc::invalid_arg, "unexpected size for input '" + input.name +
+                                            "', expecting " + std::to_string(size) +
+                                            " additional bytes for model '" + m + "'"});
+      input.encoding = tensor_encoding::binary;
+      input.data = tensor_data::view(body.substr(next_binary, size));
+      next_binary += size;
+    } else if (has_shm) {
+      shm_ref ref;
+      if (!detail::read_shm_ref(*params, ref, st)) return fail(std::move(st));
+      input.encoding = tensor_encoding::shared_memory;
+      input.shm = std::move(ref);
+    } else {
+      shape_result count = element_count(input.shape);
+      if (count.error == shape_errc::invalid_dimension)
+        return fail({errc::invalid_arg, "invalid shape for input '" + input.name + "': shape " +
+                                            to_string(input.shape) +
+                                            " contains one or more invalid dimensions"});
+      if (count.error == shape_errc::count_overflow)
+        return fail({errc::invalid_arg,
+                     "invalid shape for input '" + input.name + "': shape " +
+                         to_string(input.shape) +
+                         " causes total element count to exceed maximum size of "
+                         "9223372036854775807"});
+      if (is_fixed_size(input.datatype)) {
+        shape_result bytes = byte_size(input.shape, input.datatype);
+        if (!bytes)
+          return fail({errc::invalid_arg,
+                       "byte size overflow for input '" + input.name + "': element count (" +
+                           std::to_string(count.value) + ") * data type size (" +
+                           std::to_string(element_size(input.datatype)) +
+                           ") exceeds maximum allowed size (9223372036854775807)"});
+        if (static_cast<std::uint64_t>(bytes.value) > limits.max_input_size)
+          return fail({errc::invalid_arg,
+                       "JSON input '" + input.name + "' has a byte_size (" +
+                           std::to_string(bytes.value) +
+                           " bytes) that exceeds the maximum allowed value of " +
+                           std::to_string(limits.max_input_size) + detail::limit_hint()});
+      }
+      std::string decoded;
+      status ds = decode_json_tensor_data(in->at("data"), input.datatype, count.value,
+                                          input.name, decoded);
+      if (ds) return fail(std::move(ds));
+      input.encoding = tensor_encoding::json;
+      input.data = tensor_data::own(std::move(decoded));
+    }
+    req.inputs.push_back(std::move(input));
+  }
+
+  // Step 8: every binary byte must belong to an input.
+  if (next_binary != body.size())
+    return fail({errc::invalid_arg, "unexpected additional input data for model '" + m + "'"});
+
+  // Step 9: requested outputs.
+  if (const auto* ov = root->if_contains("outputs")) {
+    const json::array* outputs = as_array(*ov, st);
+    if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
+    req.outputs.reserve(outputs->size());
+    for (const auto& o : *outputs) {
+      const json::object* out = as_object(o, st);
+      if (!out) return fail(detail::unable_to_parse(st, "outputs"));
+      requested_output ro;
+      std::string_view s;
+      const json::value* f = member(*out, "name", st);
+      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
+      ro.name = s;
+      const json::object* params = nullptr;
+      if (const auto* p = out->if_contains("parameters")) {
+        params = as_object(*p, st);
+        if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+      }
+      if (params) {
+        if (const auto* b = params->if_contains("binary_data")) {
+          bool flag = {};
+          if (!as_bool(*b, flag, st)) return fail(detail::unable_to_parse(st, "binary_data"));
+          ro.binary_data = flag;
+        }
+        if (const auto* c = params->if_contains("classification")) {
+          if (!as_uint64(*c, ro.classification, st))
+            return fail(st.prefix("Unable to set 'classification': "));
+        }
+        if (params->contains("shared_memory_region")) {
+          if (ro.classification != 0 || params->contains("classification"))
+            return fail({errc::invalid_arg,
+                         "Output can't set both 'shared_memory_region' and 'classification'"});
+          if (ro.binary_data.value_or(false))
+            return fail({errc::invalid_arg,
+                         "Output can't set both 'shared_memory_region' and 'binary_data'"});
+          shm_ref ref;
+          if (!detail::read_shm_ref(*params, ref, st)) return fail(std::move(st));
+          ro.shm = std::move(ref);
+        }
+        detail::copy_other_parameters(params, ro.parameters);
+      }
+      for (const auto& prev : req.outputs)
+        if (prev.name == ro.name)
+          return fail({errc::invalid_arg, detail::request_prefix(req.id) + "output '" + ro.name +
+                                              "' already exists in request"});
+      req.outputs.push_back(std::move(ro));
+    }
+  }
+  return req;
+}
+
+inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,
+                                          std::string_view model, const codec_limits& limits) {
+  status st;
+  auto r = decode_infer_request(body, header_length, model, st, limits);
+  throw_if(st);
+  return r;
+}
+
+inline status deduce_raw_input(infer_request& request, std::string_view model,
+                               std::span<const tensor_metadata> inputs, bool batching,
+                               const codec_limits& limits) {
+  if (inputs.size() != 1)
+    return {errc::invalid_arg, "Raw request must only have 1 input (found 1) to be deduced but "
+                               "got " + std::to_string(inputs.size()) + " inputs in '" +
+                                   std::string(model) + "' model configuration"};
+  const tensor_metadata& cfg = inputs[0];
+  std::span<const std::byte> body = request.raw_input.bytes();
+  if (body.size() > limits.max_input_size)
+    return {errc::invalid_arg, "Raw input has a byte_size (" + std::to_string(body.size()) +
+                                   " bytes) that exceeds the maximum allowed value of " +
+                                   std::to_string(limits.max_input_size) + detail::limit_hint()};
+  int variable = 0;
+  for (auto d : cfg.shape) variable += d < 0;
+  if (variable > 1)
+    return {errc::invalid_arg, "The shape of the raw input '" + cfg.name +
+                                   "' can not be deduced because there are more than one "
+                                   "variable-sized dimension"};
+  infer_input in;
+  in.name = cfg.name;
+  in.datatype = cfg.datatype;
+  in.encoding = tensor_encoding::binary;
+  if (cfg.datatype == data_type::bytes) {
+    if (cfg.shape != shape_t{1})
+      return {errc::invalid_arg, "For BYTE datatype raw input '" + cfg.name +
+                                     "', the model must have input shape [1]"};
+    std::string element;
+    append_bytes_element(element, request.raw_input.str());
+    in.data = tensor_data::own(std::move(element));
+    in.shape = {1};
+  } else {
+    std::uint64_t fixed = element_size(cfg.datatype);
+    for (auto d : cfg.shape)
+      if (d >= 0) fixed *= static_cast<std::uint64_t>(d);
+    in.shape = cfg.shape;
+    for (auto& d : in.shape)
+      if (d < 0) d = fixed == 0 ? 0 : static_cast<std::int64_t>(body.size() / fixed);
+    in.data = request.raw_input;
+  }
+  if (batching) in.shape.insert(in.shape.begin(), 1);
+  request.inputs.clear();
+  request.inputs.push_back(std::move(in));
+  return {};
+}
+
+inline tensor_encoding output_encoding(const infer_request& request, std::string_view name) {
+  if (request.raw_binary) return tensor_encoding::binary;
+  for (const auto& o : request.outputs)
+    if (o.name == name) {
+      if (o.shm) return tensor_encoding::shared_memory;
+      return o.binary_data.value_or(false) ? tensor_encoding::binary : tensor_encoding::json;
+    }
+  return request.binary_data_output() ? tensor_encoding::binary : tensor_encoding::json;
+}
+
+inline status encode_infer_response(const infer_response& r, encoded_body& out) {
+  std::string& h = out.header;
+  h.clear();
+  out.segments.clear();
+  h.reserve(128 + 96 * r.outputs.size());
+  h += '{';
+  if (!r.id.empty()) {
+    detail::append_key(h, "id");
+    append_json_string(h, r.id);
+    h += ',';
+  }
+  detail::append_key(h, "model_name");
+  append_json_string(h, r.model_name);
+  h += ',';
+  detail::append_key(h, "model_version");
+  append_json_string(h, r.model_version);
+  if (!r.parameters.empty()) {
+    h += ',';
+    detail::append_key(h, "parameters");
+    h += '{';
+    detail::append_parameter_members(h, r.parameters, false);
+    h += '}';
+  }
+  h += ',';
+  detail::append_key(h, "outputs");
+  h += '[';
+  for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+    const infer_output& o = r.outputs[i];
+    if (i) h += ',';
+    h += '{';
+    detail::append_key(h, "name");
+    append_json_string(h, o.name);
+    h += ',';
+    detail::append_key(h, "datatype");
+    append_json_string(h, wire_name(o.datatype));
+    h += ',';
+    detail::append_key(h, "shape");
+    detail::append_shape(h, o.shape);
+    if (o.encoding == tensor_encoding::binary) {
+      h += ',';
+      detail::append_key(h, "parameters");
+      h += '{';
+      bool comma = detail::append_parameter_members(h, o.parameters, false);
+      if (comma) h += ',';
+      detail::append_key(h, "binary_data_size");
+      h += std::to_string(o.data.size());
+      h += '}';
+      if (!o.data.empty()) out.segments.push_back(o.data.bytes());
+    } else {
+      if (!o.parameters.empty()) {
+        h += ',';
+        detail::append_key(h, "parameters");
+        h += '{';
+        detail::append_parameter_members(h, o.parameters, false);
+        h += '}';
+      }
+      if (o.encoding == tensor_encoding::json) {
+        shape_result count = element_count(o.shape);
+        if (!count)
+          return {errc::internal, "Failed to write 'data' field: output tensor shape does not "
+                                  "match size of output for '" + o.name + "'"};
+        h += ',';
+        detail::append_key(h, "data");
+        status st = append_json_tensor_data(h, o.datatype, o.data.bytes(), count.value, o.name);
+        if (st) return st;
+      }
+    }
+    h += '}';
+  }
+  h += "]}";
+  return {};
+}
+
+inline encoded_body encode_infer_response(const infer_response& response) {
+  encoded_body b;
+  throw_if(encode_infer_response(response, b));
+  return b;
+}
+
+inline infer_response decode_infer_response(std::string_view body,
+                                            std::optional<std::size_t> header_length,
+                                            status& st) {
+  namespace json = boost::json;
+  using namespace json_access;
+  st = {};
+  const std::size_t hl = header_length.value_or(body.size());
+  auto fail = [&](status s) {
+    st = std::move(s);
+    return infer_response{};
+  };
+  if (hl > body.size())
+    return fail({errc::internal, "Inference-Header-Content-Length " + std::to_string(hl) +
+                                     " exceeds the body size " + std::to_string(body.size())});
+  json::value doc = parse_json(body.substr(0, hl), st);
+  if (st) return {};
+  const json::object* root = as_object(doc, st);
+  if (!root) return {};
+
+  infer_response r;
+  std::string_view s;
+  if (const auto* v = root->if_contains("id")) {
+    if (!as_string(*v, s, st)) return fail(detail::unable_to_parse(st, "id"));
+    r.id = s;
+  }
+  const json::value* v = member(*root, "model_name", st);
+  if (!v || !as_string(*v, s, st)) return fail(detail::unable_to_parse(st, "model_name"));
+  r.model_name = s;
+  if (const auto* mv = root->if_contains("model_version")) {
+    if (!as_string(*mv, s, st)) return fail(detail::unable_to_parse(st, "model_version"));
+    r.model_version = s;
+  }
+  if (const auto* p = root->if_contains("parameters")) {
+    const json::object* po = as_object(*p, st);
+    if (!po) return fail(detail::unable_to_parse(st, "parameters"));
+    detail::copy_other_parameters(po, r.parameters);
+  }
+  std::size_t next_binary = hl;
+  if (const auto* ov = root->if_contains("outputs")) {
+    const json::array* outputs = as_array(*ov, st);
+    if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
+    r.outputs.reserve(outputs->size());
+    for (const auto& o : *outputs) {
+      const json::object* out = as_object(o, st);
+      if (!out) return fail(detail::unable_to_parse(st, "outputs"));
+      infer_output io;
+      const json::value* f = member(*out, "name", st);
+      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
+      io.name = s;
+      f = member(*out, "datatype", st);
+      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
+      io.datatype = parse_data_type(s);
+      f = member(*out, "shape", st);
+      const json::array* shape = f ? as_array(*f, st) : nullptr;
+      if (!shape) return fail(detail::unable_to_parse(st, "shape"));
+      for (const auto& d : *shape) {
+        std::int64_t i = {};
+        if (!as_int64(d, i, st)) return fail(detail::unable_to_parse(st, "shape"));
+        io.shape.push_back(i);
+      }
+      const json::object* params = nullptr;
+      if (const auto* p = out->if_contains("parameters")) {
+        params = as_object(*p, st);
+        if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+      }
+      detail::copy_other_parameters(params, io.parameters);
+      if (params && params->contains("binary_data_size")) {
+        std::uint64_t size = {};
+        if (!as_uint64(params->at("binary_data_size"), size, st))
+          return fail(detail::unable_to_parse(st, "binary_data_size"));
+        if (size > body.size() - next_binary)
+          return fail({errc::internal, "output '" + io.name + "' declares " +
+                                           std::to_string(size) + " bytes but only " +
+                                           std::to_string(body.size() - next_binary) +
+                                           " remain in the response"});
+        io.encoding = tensor_encoding::binary;
+        io.data = tensor_data::view(body.substr(next_binary, size));
+        next_binary += size;
+      } else if (const auto* data = out->if_contains("data")) {
+        shape_result count = element_count(io.shape);
+        if (!count)
+          return fail({errc::internal, "invalid shape " + to_string(io.shape) +
+                                           " for output '" + io.name + "'"});
+        std::string decoded;
+        status ds = decode_json_tensor_data(*data, io.datatype, count.value, io.name, decoded);
+        if (ds) return fail(std::move(ds));
+        io.encoding = tensor_encoding::json;
+        io.data = tensor_data::own(std::move(decoded));
+      } else {
+        io.encoding = tensor_encoding::shared_memory;
+      }
+      r.outputs.push_back(std::move(io));
+    }
+  }
+  if (next_binary != body.size())
+    return fail({errc::internal, std::to_string(body.size() - next_binary) +
+                                     " bytes of the response belong to no output"});
+  return r;
+}
+
+inline infer_response decode_infer_response(std::string_view body,
+                                            std::optional<std::size_t> header_length) {
+  status st;
+  auto r = decode_infer_response(body, header_length, st);
+  throw_if(st);
+  return r;
+}
+
+inline status encode_infer_request(const infer_request& q, encoded_body& out) {
+  std::string& h = out.header;
+  h.clear();
+  out.segments.clear();
+  if (q.raw_binary) {
+    if (!q.raw_input.empty()) out.segments.push_back(q.raw_input.bytes());
+    return {};
+  }
+  h.reserve(96 + 128 * q.inputs.size() + 64 * q.outputs.size());
+  h += '{';
+  if (!q.id.empty()) {
+    detail::append_key(h, "id");
+    append_json_string(h, q.id);
+    h += ',';
+  }
+  if (!q.parameters.empty()) {
+    detail::append_key(h, "parameters");
+    h += '{';
+    detail::append_parameter_members(h, q.parameters, false);
+    h += "},";
+  }
+  detail::append_key(h, "inputs");
+  h += '[';
+  for (std::size_t i = 0; i < q.inputs.size(); ++i) {
+    const infer_input& in = q.inputs[i];
+    if (i) h += ',';
+    h += '{';
+    detail::append_key(h, "name");
+    append_json_string(h, in.name);
+    h += ',';
+    detail::append_key(h, "shape");
+    detail::append_shape(h, in.shape);
+    h += ',';
+    detail::append_key(h, "datatype");
+    append_json_string(h, wire_name(in.datatype));
+    const bool extra = in.encoding != tensor_encoding::json || !in.parameters.empty();
+    if (extra) {
+      h += ',';
+      detail::append_key(h, "parameters");
+      h += '{';
+      bool comma = detail::append_parameter_members(h, in.parameters, false);
+      if (in.encoding == tensor_encoding::binary) {
+        if (comma) h += ',';
+        detail::append_key(h, "binary_data_size");
+        h += std::to_string(in.data.size());
+        if (!in.data.empty()) out.segments.push_back(in.data.bytes());
+      } else if (in.encoding == tensor_encoding::shared_memory) {
+        if (!in.shm)
+          return {errc::invalid_arg,
+                  "input '" + in.name + "' uses shared memory but names no region"};
+        if (comma) h += ',';
+        detail::append_key(h, "shared_memory_region");
+        append_json_string(h, in.shm->region);
+        h += ',';
+        detail::append_key(h, "shared_memory_byte_size");
+        h += std::to_string(in.shm->byte_size);
+        if (in.shm->offset != 0) {
+          h += ',';
+          detail::append_key(h, "shared_memory_offset");
+          h += std::to_string(in.shm->offset);
+        }
+      }
+      h += '}';
+    }
+    if (in.encoding == tensor_encoding::json) {
+      if (in.datatype == data_type::fp16 || in.datatype == data_type::bf16)
+        return {errc::invalid_arg, "input '" + in.name + "' is " +
+                                       std::string(wire_name(in.datatype)) +
+                                       ", which cannot travel as JSON; use binary data"};
+      shape_result count = element_count(in.shape);
+      if (!count)
+        return {errc::invalid_arg,
+                "invalid shape " + to_string(in.shape) + " for input '" + in.name + "'"};
+      h += ',';
+      detail::append_key(h, "data");
+      status st = append_json_tensor_data(h, in.datatype, in.data.bytes(), count.value, in.name);
+      if (st)
+        return {errc::invalid_arg, "the data of input '" + in.name +
+                                       "' does not match its shape " + to_string(in.shape)};
+    }
+    h += '}';
+  }
+  h += ']';
+  if (!q.outputs.empty()) {
+    h += ',';
+    detail::append_key(h, "outputs");
+    h += '[';
+    for (std::size_t i = 0; i < q.outputs.size(); ++i) {
+      const requested_output& o = q.outputs[i];
+      if (i) h += ',';
+      h += '{';
+      detail::append_key(h, "name");
+      append_json_string(h, o.name);
+      parameter_map p = o.parameters;
+      if (o.binary_data) p.set("binary_data", *o.binary_data);
+      if (o.classification) p.set("classification", o.classification);
+      if (o.shm) {
+        p.set("shared_memory_region", o.shm->region);
+        p.set("shared_memory_byte_size", o.shm->byte_size);
+        if (o.shm->offset) p.set("shared_memory_offset", o.shm->offset);
+      }
+      if (!p.empty()) {
+        h += ',';
+        detail::append_key(h, "parameters");
+        h += '{';
+        detail::append_parameter_members(h, p, false);
+        h += '}';
+      }
+      h += '}';
+    }
+    h += ']';
+  }
+  h += '}';
+  return {};
+}
+
+inline encoded_body encode_infer_request(const infer_request& request) {
+  encoded_body b;
+  throw_if(encode_infer_request(request, b));
+  return b;
+}
+
+inline std::string error_body(std::string_view message) {
+  std::string body = "{\"error\":";
+  append_json_string(body, message);
+  body += '}';
+  return body;
+}
+
+inline std::string parse_error_body(std::string_view body) {
+  status st;
+  auto doc = parse_json(body, st);
+  if (!st)
+    if (const auto* o = doc.if_object())
+      if (const auto* e = o->if_contains("error"); e && e->is_string())
+        return std::string(e->get_string());
+  return std::string(body);
+}
+
+}  // namespace inferwire::v2
+
+#endif

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Bootstraps dependencies, builds everything and runs the whole test suite.
+#   scripts/test.sh [extra ctest arguments]
+# Environment: BUILD_DIR (default build), JOBS (default 2).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+scripts/bootstrap.sh
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-2}
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+cmake -S . -B "$build" -G Ninja
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"

@@ -1,0 +1,3 @@
+#include <inferwire/core/bytes.hpp>
+
+#include <catch2/catch.hpp>

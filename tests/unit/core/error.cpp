@@ -1,0 +1,3 @@
+#include <inferwire/core/error.hpp>
+
+#include <catch2/catch.hpp>

@@ -1,0 +1,3 @@
+#include <inferwire/core/parameter.hpp>
+
+#include <catch2/catch.hpp>

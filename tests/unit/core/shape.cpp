@@ -1,0 +1,3 @@
+#include <inferwire/core/shape.hpp>
+
+#include <catch2/catch.hpp>

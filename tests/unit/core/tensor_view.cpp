@@ -1,0 +1,3 @@
+#include <inferwire/core/tensor_view.hpp>
+
+#include <catch2/catch.hpp>

@@ -1,0 +1,3 @@
+#include <inferwire/v2/binary.hpp>
+
+#include <catch2/catch.hpp>

@@ -1,0 +1,3 @@
+#include <inferwire/v2/json.hpp>
+
+#include <catch2/catch.hpp>
