@@ -1,6 +1,7 @@
 # Defines the INTERFACE targets inferwire::<component> and the umbrella inferwire::inferwire.
 # A component whose third-party packages are missing is skipped with a message; every other
 # component still builds (for example, no CUDA toolkit means no inferwire::cuda/gms).
+include(GNUInstallDirs)
 include(inferwire_deps)
 
 set(INFERWIRE_AVAILABLE_COMPONENTS "")

@@ -43,7 +43,11 @@ class parameter_map {
   void set(std::string_view key, V&& value) {
     parameter_value v = to_value(std::forward<V>(value));
     if (auto* slot = find_slot(key)) slot->second = std::move(v);
-    else items_.emplace_back(std::string(key), std::move(v));
+    else {
+      auto& added = items_.emplace_back();
+      added.first.assign(key.data(), key.size());
+      added.second = std::move(v);
+    }
   }
 
   /// The value of `key`, or nullptr.
