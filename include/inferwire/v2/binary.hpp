@@ -50,6 +50,8 @@ struct encoded_body {
   bool has_binary_data() const noexcept { return binary_size() != 0; }
   /// The body as one contiguous string: exactly one copy of every byte.
   std::string flatten() const;
+  /// Appends the body to `out` (one copy; reuses out's capacity).
+  void append_to(std::string& out) const;
 };
 
 /// Parses a Content-Length value. Error: 400 `Unable to parse Content-Length, got: <v>`.

@@ -18,11 +18,15 @@ inline std::size_t encoded_body::binary_size() const noexcept {
 
 inline std::size_t encoded_body::size() const noexcept { return header.size() + binary_size(); }
 
+inline void encoded_body::append_to(std::string& out) const {
+  out.reserve(out.size() + size());
+  out += header;
+  for (const auto& s : segments) out.append(reinterpret_cast<const char*>(s.data()), s.size());
+}
+
 inline std::string encoded_body::flatten() const {
   std::string body;
-  body.reserve(size());
-  body += header;
-  for (const auto& s : segments) body.append(reinterpret_cast<const char*>(s.data()), s.size());
+  append_to(body);
   return body;
 }
 
