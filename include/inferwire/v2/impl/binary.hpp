@@ -93,6 +93,21 @@ inline void append_key(std::string& h, std::string_view key) {
   h += "\":";
 }
 
+// Appends `,"parameters":{...}` with the members of `m`, followed by `extra` (pre-formatted
+// members such as `"binary_data_size":64`, or empty).
+inline void append_parameters_object(std::string& h, const parameter_map& m,
+                                     std::string_view extra = {}) {
+  h += ',';
+  append_key(h, "parameters");
+  h += '{';
+  bool comma = append_parameter_members(h, m, false);
+  if (!extra.empty()) {
+    if (comma) h += ',';
+    h += extra;
+  }
+  h += '}';
+}
+
 inline void append_shape(std::string& h, std::span<const std::int64_t> shape) {
   h += '[';
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -525,13 +540,7 @@ inline status encode_infer_response(const infer_response& r, encoded_body& out) 
   h += ',';
   detail::append_key(h, "model_version");
   append_json_string(h, r.model_version);
-  if (!r.parameters.empty()) {
-    h += ',';
-    detail::append_key(h, "parameters");
-    h += '{';
-    detail::append_parameter_members(h, r.parameters, false);
-    h += '}';
-  }
+  if (!r.parameters.empty()) detail::append_parameters_object(h, r.parameters);
   h += ',';
   detail::append_key(h, "outputs");
   h += '[';
@@ -548,23 +557,11 @@ inline status encode_infer_response(const infer_response& r, encoded_body& out) 
     detail::append_key(h, "shape");
     detail::append_shape(h, o.shape);
     if (o.encoding == tensor_encoding::binary) {
-      h += ',';
-      detail::append_key(h, "parameters");
-      h += '{';
-      bool comma = detail::append_parameter_members(h, o.parameters, false);
-      if (comma) h += ',';
-      detail::append_key(h, "binary_data_size");
-      h += std::to_string(o.data.size());
-      h += '}';
+      detail::append_parameters_object(
+          h, o.parameters, "\"binary_data_size\":" + std::to_string(o.data.size()));
       if (!o.data.empty()) out.segments.push_back(o.data.bytes());
     } else {
-      if (!o.parameters.empty()) {
-        h += ',';
-        detail::append_key(h, "parameters");
-        h += '{';
-        detail::append_parameter_members(h, o.parameters, false);
-        h += '}';
-      }
+      if (!o.parameters.empty()) detail::append_parameters_object(h, o.parameters);
       if (o.encoding == tensor_encoding::json) {
         shape_result count = element_count(o.shape);
         if (!count)
@@ -797,13 +794,7 @@ inline status encode_infer_request(const infer_request& q, encoded_body& out) {
         p.set("shared_memory_byte_size", o.shm->byte_size);
         if (o.shm->offset) p.set("shared_memory_offset", o.shm->offset);
       }
-      if (!p.empty()) {
-        h += ',';
-        detail::append_key(h, "parameters");
-        h += '{';
-        detail::append_parameter_members(h, p, false);
-        h += '}';
-      }
+      if (!p.empty()) detail::append_parameters_object(h, p);
       h += '}';
     }
     h += ']';
