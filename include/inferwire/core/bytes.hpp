@@ -153,15 +153,7 @@ class bytes_view {
   /// `out`) when the buffer does not end exactly after a complete element.
   bool decode(std::vector<std::string_view>& out) const {
     out.clear();
-    std::size_t pos = 0;
-    while (pos < buf_.size()) {
-      if (buf_.size() - pos < 4) return false;
-      std::uint32_t n = detail::load_le32(buf_.data() + pos);
-      if (buf_.size() - pos - 4 < n) return false;
-      out.emplace_back(reinterpret_cast<const char*>(buf_.data() + pos + 4), n);
-      pos += 4 + n;
-    }
-    return true;
+    return walk([&](std::string_view e) { out.push_back(e); });
   }
   /// The elements, or std::invalid_argument when the buffer is malformed.
   std::vector<std::string_view> elements() const {
@@ -171,12 +163,25 @@ class bytes_view {
   }
   /// True when the buffer is not a sequence of complete elements.
   bool malformed() const {
-    std::vector<std::string_view> tmp;
-    return !decode(tmp);
+    return !walk([](std::string_view) {});
   }
   std::span<const std::byte> bytes() const noexcept { return buf_; }
 
  private:
+  // Calls f for every complete element; false when the buffer ends inside an element.
+  template <class F>
+  bool walk(F&& f) const {
+    std::size_t pos = 0;
+    while (pos < buf_.size()) {
+      if (buf_.size() - pos < 4) return false;
+      std::uint32_t n = detail::load_le32(buf_.data() + pos);
+      if (buf_.size() - pos - 4 < n) return false;
+      f(std::string_view(reinterpret_cast<const char*>(buf_.data() + pos + 4), n));
+      pos += 4 + std::size_t(n);
+    }
+    return true;
+  }
+
   std::span<const std::byte> buf_;
 };
 
@@ -190,13 +195,16 @@ inline status validate_bytes_input(std::span<const std::byte> buf, std::int64_t 
                                    std::string_view request_prefix = {}) {
   std::int64_t count = 0;
   std::size_t pos = 0;
-  const std::string names = "for inference input '" + std::string(input) + "' for model '" +
-                            std::string(model) + "'";
+  // Built only when there is an error to report: validation runs for every BYTES input.
+  auto names = [&] {
+    return "for inference input '" + std::string(input) + "' for model '" + std::string(model) +
+           "'";
+  };
   while (pos < buf.size()) {
     std::size_t left = buf.size() - pos;
     if (left < 4)
       return {errc::invalid_arg,
-              std::string(request_prefix) + "incomplete string length indicator " + names +
+              std::string(request_prefix) + "incomplete string length indicator " + names() +
                   ", expecting 4 bytes but only " + std::to_string(left) +
                   " bytes available. Please make sure the string length indicator is in one "
                   "buffer."};
@@ -205,13 +213,13 @@ inline status validate_bytes_input(std::span<const std::byte> buf, std::int64_t 
     if (count > expected)
       return {errc::invalid_arg, std::string(request_prefix) +
                                      "unexpected number of string elements " +
-                                     std::to_string(count) + " " + names + ", expecting " +
+                                     std::to_string(count) + " " + names() + ", expecting " +
                                      std::to_string(expected)};
     pos += 4 + std::min<std::size_t>(n, left - 4);
   }
   if (count != expected)
     return {errc::invalid_arg, std::string(request_prefix) + "expected " +
-                                   std::to_string(expected) + " string elements " + names +
+                                   std::to_string(expected) + " string elements " + names() +
                                    ", got " + std::to_string(count)};
   return {};
 }
