@@ -1,24 +1,87 @@
 // inferwire-server: the reference KServe v2 / Triton-compatible inference server.
-//
-// This version ships the library's codecs only; the HTTP and gRPC frontends, the model
-// repository and the built-in backends are not part of it yet. The program says so and exits
-// with status 2, so that scripts/run.sh, the README's run command, fails visibly instead of
-// pretending to serve.
-#include <inferwire/version.hpp>
+#include "src/options.hpp"
+#include "src/server.hpp"
 
-#include <cstdio>
-#include <cstring>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+using namespace inferwire::server;
+
+namespace {
+
+// Waits for in-flight requests (bounded by --exit-timeout-secs), then stops the I/O loop.
+void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
+           std::chrono::steady_clock::time_point deadline) {
+  if (s.in_flight.load() <= 0 || std::chrono::steady_clock::now() >= deadline) {
+    if (s.in_flight.load() > 0)
+      s.log.log_warning("exit timeout expired with " + std::to_string(s.in_flight.load()) +
+                        " requests in flight");
+    s.io.stop();
+    return;
+  }
+  timer->expires_after(std::chrono::milliseconds(20));
+  timer->async_wait([&s, timer, deadline](const boost::system::error_code&) { drain(s, timer, deadline); });
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::printf("inferwire-server %s\n", inferwire::version_string);
-      return 0;
-    }
+  options opts;
+  if (int rc = parse_options(argc, argv, opts); rc >= 0) return rc;
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server_state s(std::move(opts));
+  if (!s.opts.log_file.empty() && !s.log.set_file(s.opts.log_file)) {
+    std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
+    return 1;
   }
-  std::fprintf(stderr,
-               "inferwire-server %s: the HTTP/REST and gRPC frontends are not implemented in "
-               "this version yet; only the inferwire headers are. See README.md.\n",
-               inferwire::version_string);
-  return 2;
+  bool loaded = s.repository.load_all([&](bool error, const std::string& m) {
+    error ? s.log.log_error(m) : s.log.log_info(m);
+  });
+  if (!loaded && s.opts.exit_on_error) {
+    s.log.log_error("exiting: failed to load all models (--exit-on-error=true)");
+    return 1;
+  }
+
+  std::vector<std::shared_ptr<listener>> listeners;
+  auto listen = [&](const std::string& what, int port, bool metrics) {
+    inferwire::status st;
+    int bound = 0;
+    auto l = start_listener(s, s.opts.http_address, port, metrics, st, bound);
+    if (!l) {
+      s.log.log_error(st.message());
+      return false;
+    }
+    listeners.push_back(l);
+    s.log.log_info("Started " + what + " at " + s.opts.http_address + ":" + std::to_string(bound));
+    return true;
+  };
+  if (s.opts.allow_http && !listen("HTTPService", s.opts.http_port, false)) return 1;
+  if (s.opts.allow_metrics && !listen("Metrics Service", s.opts.metrics_port, true)) return 1;
+  if (s.opts.allow_grpc)
+    s.log.log_warning("the gRPC frontend is not available in this build; --grpc-port " +
+                      std::to_string(s.opts.grpc_port) + " is not served");
+
+  boost::asio::signal_set signals(s.io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    s.log.log_info("received signal " + std::to_string(sig) + ", shutting down");
+    s.exiting = true;
+    for (auto& l : listeners) stop_listener(*l);
+    auto timer = std::make_shared<boost::asio::steady_timer>(s.io);
+    drain(s, timer, std::chrono::steady_clock::now() + std::chrono::seconds(s.opts.exit_timeout_secs));
+  });
+
+  const unsigned threads = static_cast<unsigned>(std::max(2u, s.opts.http_thread_count ? s.opts.http_thread_count : std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { s.io.run(); });
+  s.io.run();
+  for (auto& t : pool) t.join();
+  s.execution.join();
+  s.log.log_info("exited cleanly");
+  return 0;
 }

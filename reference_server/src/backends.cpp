@@ -1,0 +1,266 @@
+#include "backends.hpp"
+
+#include <inferwire/core/bytes.hpp>
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace inferwire::server {
+
+namespace {
+
+template <class T>
+T load(const std::byte* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T>
+void store(char* p, T v) noexcept {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+/// Calls f(T{}) with the C++ element type of a numeric data type; false for the others.
+template <class F>
+bool visit_numeric(data_type t, F&& f) {
+  switch (t) {
+    case data_type::uint8: f(std::uint8_t{}); return true;
+    case data_type::uint16: f(std::uint16_t{}); return true;
+    case data_type::uint32: f(std::uint32_t{}); return true;
+    case data_type::uint64: f(std::uint64_t{}); return true;
+    case data_type::int8: f(std::int8_t{}); return true;
+    case data_type::int16: f(std::int16_t{}); return true;
+    case data_type::int32: f(std::int32_t{}); return true;
+    case data_type::int64: f(std::int64_t{}); return true;
+    case data_type::fp32: f(float{}); return true;
+    case data_type::fp64: f(double{}); return true;
+    default: return false;
+  }
+}
+
+void apply_delay(const model_config& c) {
+  auto it = c.parameters.find("execute_delay_ms");
+  if (it == c.parameters.end()) return;
+  std::int64_t ms = 0;
+  std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+status missing_input(const execution& e, std::string_view name) {
+  return {errc::internal, "model '" + e.config.name + "' did not receive input '" +
+                              std::string(name) + "'"};
+}
+
+v2::infer_output make_output(const tensor_config& t, const shape_t& shape, std::string data) {
+  v2::infer_output o;
+  o.name = t.name;
+  o.datatype = t.datatype;
+  o.shape = shape;
+  o.data = v2::tensor_data::own(std::move(data));
+  return o;
+}
+
+// OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.
+class simple_backend final : public backend {
+ public:
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    if (c.inputs.size() != 2 || c.outputs.size() != 2)
+      return {errc::internal, "backend 'simple' needs two inputs and two outputs"};
+    const auto* a = e.input(c.inputs[0].name);
+    const auto* b = e.input(c.inputs[1].name);
+    if (!a) return missing_input(e, c.inputs[0].name);
+    if (!b) return missing_input(e, c.inputs[1].name);
+    if (a->datatype != b->datatype || a->data.size() != b->data.size())
+      return {errc::invalid_arg, "inputs of model '" + c.name + "' must have the same shape"};
+    std::string sum(a->data.size(), '\0'), diff(a->data.size(), '\0');
+    bool ok = visit_numeric(a->datatype, [&]<class T>(T) {
+      const std::size_t n = a->data.size() / sizeof(T);
+      const std::byte* pa = a->data.bytes().data();
+      const std::byte* pb = b->data.bytes().data();
+      for (std::size_t i = 0; i < n; ++i) {
+        T x = load<T>(pa + i * sizeof(T)), y = load<T>(pb + i * sizeof(T));
+        if constexpr (std::is_integral_v<T>) {
+          // Wrap to the element width, as int32 arithmetic narrowed back would.
+          using U = std::make_unsigned_t<T>;
+          store(sum.data() + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y))));
+          store(diff.data() + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y))));
+        } else {
+          store(sum.data() + i * sizeof(T), static_cast<T>(x + y));
+          store(diff.data() + i * sizeof(T), static_cast<T>(x - y));
+        }
+      }
+    });
+    if (!ok)
+      return {errc::invalid_arg, "backend 'simple' does not support data type " +
+                                     std::string(wire_name(a->datatype))};
+    apply_delay(c);
+    e.outputs.push_back(make_output(c.outputs[0], a->shape, std::move(sum)));
+    e.outputs.push_back(make_output(c.outputs[1], a->shape, std::move(diff)));
+    return {};
+  }
+};
+
+std::int32_t parse_int32(std::string_view s) {
+  // Like atoi: leading whitespace, optional sign, digits; anything else ends the number.
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
+  if (i < s.size() && s[i] == '+') ++i;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
+  (void)p;
+  if (ec != std::errc{}) return 0;
+  return static_cast<std::int32_t>(v);
+}
+
+// simple on BYTES elements holding decimal integers.
+class simple_string_backend final : public backend {
+ public:
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    if (c.inputs.size() != 2 || c.outputs.size() != 2)
+      return {errc::internal, "backend 'simple_string' needs two inputs and two outputs"};
+    const auto* a = e.input(c.inputs[0].name);
+    const auto* b = e.input(c.inputs[1].name);
+    if (!a) return missing_input(e, c.inputs[0].name);
+    if (!b) return missing_input(e, c.inputs[1].name);
+    std::vector<std::string_view> xa, xb;
+    if (!bytes_view(a->data.bytes()).decode(xa) || !bytes_view(b->data.bytes()).decode(xb))
+      return {errc::invalid_arg, "malformed BYTES input for model '" + c.name + "'"};
+    if (xa.size() != xb.size())
+      return {errc::invalid_arg, "inputs of model '" + c.name + "' must have the same shape"};
+    bytes_builder sum, diff;
+    for (std::size_t i = 0; i < xa.size(); ++i) {
+      std::int32_t x = parse_int32(xa[i]), y = parse_int32(xb[i]);
+      auto s = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(y));
+      auto d = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) - static_cast<std::uint32_t>(y));
+      sum.append(std::to_string(s));
+      diff.append(std::to_string(d));
+    }
+    apply_delay(c);
+    e.outputs.push_back(make_output(c.outputs[0], a->shape, sum.release()));
+    e.outputs.push_back(make_output(c.outputs[1], a->shape, diff.release()));
+    return {};
+  }
+};
+
+// OUTPUT<i> = INPUT<i>; the output views the input's bytes (no copy).
+class identity_backend final : public backend {
+ public:
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    if (c.inputs.size() != c.outputs.size())
+      return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
+    apply_delay(c);
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+      const auto* in = e.input(c.inputs[i].name);
+      if (!in) {
+        if (c.inputs[i].optional) continue;
+        return missing_input(e, c.inputs[i].name);
+      }
+      v2::infer_output o;
+      o.name = c.outputs[i].name;
+      o.datatype = in->datatype;
+      o.shape = in->shape;
+      o.data = v2::tensor_data::view(in->data.bytes());
+      e.outputs.push_back(std::move(o));
+    }
+    return {};
+  }
+};
+
+double control_value(const execution& e, control_kind k, double fallback) {
+  if (!e.config.sequence) return fallback;
+  const auto* c = e.config.sequence->find(k);
+  if (!c) return fallback;
+  const auto* in = e.input(c->input);
+  if (!in || in->data.empty()) return fallback;
+  const std::byte* p = in->data.bytes().data();
+  switch (in->datatype) {
+    case data_type::int32: return load<std::int32_t>(p);
+    case data_type::fp32: return load<float>(p);
+    case data_type::bool_: return load<std::uint8_t>(p) ? 1 : 0;
+    case data_type::uint64: return static_cast<double>(load<std::uint64_t>(p));
+    case data_type::int64: return static_cast<double>(load<std::int64_t>(p));
+    case data_type::uint32: return load<std::uint32_t>(p);
+    default: return fallback;
+  }
+}
+
+// The sequence models of the example repository (v2-protocol §9).
+class sequence_backend final : public backend {
+ public:
+  enum class mode { plain, dyna, accumulate };
+  explicit sequence_backend(mode m) : mode_(m) {}
+
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    if (c.inputs.size() != 1 || c.outputs.size() != 1 || c.inputs[0].datatype != data_type::int32 ||
+        c.outputs[0].datatype != data_type::int32)
+      return {errc::internal, "sequence backends need one INT32 input and one INT32 output"};
+    const auto* in = e.input(c.inputs[0].name);
+    if (!in) return missing_input(e, c.inputs[0].name);
+    const auto start = static_cast<std::int64_t>(control_value(e, control_kind::start, 0));
+    const auto ready = static_cast<std::int64_t>(control_value(e, control_kind::ready, 1));
+    const auto end = static_cast<std::int64_t>(control_value(e, control_kind::end, 0));
+    std::int64_t corrid = 0;
+    if (const auto* cc = c.sequence ? c.sequence->find(control_kind::corrid) : nullptr;
+        cc && cc->datatype != data_type::bytes)
+      corrid = static_cast<std::int64_t>(control_value(e, control_kind::corrid, 0));
+    else
+      corrid = parse_int32(e.correlation_id);
+
+    const std::size_t n = in->data.size() / 4;
+    std::string out(n * 4, '\0');
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int64_t x = load<std::int32_t>(in->data.bytes().data() + i * 4);
+      std::int64_t r = 0;
+      switch (mode_) {
+        case mode::plain: r = (x + start) * ready; break;
+        case mode::dyna: r = (x + start + end * static_cast<std::int32_t>(corrid)) * ready; break;
+        case mode::accumulate: {
+          if (!e.sequence) return {errc::internal, "accumulator model without a sequence"};
+          if (!ready) break;
+          std::int64_t acc = start ? x : e.sequence->accumulator + x;
+          if (end) acc += corrid;
+          e.sequence->accumulator = acc;
+          r = acc;
+          break;
+        }
+      }
+      store(out.data() + i * 4, static_cast<std::int32_t>(r));
+    }
+    apply_delay(c);
+    e.outputs.push_back(make_output(c.outputs[0], in->shape, std::move(out)));
+    return {};
+  }
+
+ private:
+  mode mode_;
+};
+
+constexpr std::array<std::string_view, 6> backend_names{
+    "simple", "simple_string", "identity", "sequence", "dyna_sequence", "accumulator"};
+
+}  // namespace
+
+std::span<const std::string_view> builtin_backends() noexcept { return backend_names; }
+
+std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
+  const std::string& b = config.backend;
+  if (b == "simple") return std::make_unique<simple_backend>();
+  if (b == "simple_string") return std::make_unique<simple_string_backend>();
+  if (b == "identity") return std::make_unique<identity_backend>();
+  if (b == "sequence") return std::make_unique<sequence_backend>(sequence_backend::mode::plain);
+  if (b == "dyna_sequence") return std::make_unique<sequence_backend>(sequence_backend::mode::dyna);
+  if (b == "accumulator")
+    return std::make_unique<sequence_backend>(sequence_backend::mode::accumulate);
+  st = {errc::invalid_arg, "unable to find backend library for backend '" + b +
+                               "', try specifying runtime on the model configuration."};
+  return nullptr;
+}
+
+}  // namespace inferwire::server

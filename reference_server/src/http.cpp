@@ -1,0 +1,594 @@
+// HTTP/1.1 frontend: connection handling (keep-alive, pipelining, chunked bodies, Expect,
+// limits, timeouts) and the v2 endpoints of v2-protocol §1. The same session type serves the
+// metrics port.
+#include "inference.hpp"
+#include "server.hpp"
+
+#include <inferwire/http/compression.hpp>
+#include <inferwire/http/route.hpp>
+#include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/json.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+
+namespace inferwire::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using inferwire::http::endpoint;
+
+namespace {
+
+constexpr std::size_t header_limit = 64 * 1024;
+constexpr std::size_t max_chunks = 65536;
+constexpr auto idle_timeout = std::chrono::seconds(120);
+constexpr auto body_timeout = std::chrono::seconds(300);
+
+/// What a handler answers. Body parts after `body` are views kept alive by `owner`.
+struct reply {
+  unsigned status = 200;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string body;
+  std::vector<net::const_buffer> extra;
+  std::shared_ptr<void> owner;
+  bool close = false;
+};
+
+reply json_reply(std::string body, unsigned status = 200) {
+  reply r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+reply error_reply(const status& st) {
+  return json_reply(v2::error_body(st.message()), static_cast<unsigned>(st.http_status()));
+}
+reply error_reply(unsigned code, std::string_view message) {
+  return json_reply(v2::error_body(message), code);
+}
+reply empty_reply(unsigned code) {
+  reply r;
+  r.status = code;
+  return r;
+}
+
+/// An infer request in flight: the request owns the bytes every view points into.
+struct infer_job {
+  bhttp::request<bhttp::string_body> req;
+  std::string inflated;
+  std::shared_ptr<model_version> model;
+  v2::infer_request request;
+  v2::infer_response response;
+  v2::encoded_body encoded;
+  std::string compressed;
+  std::int64_t batch_size = 1;
+  request_clock times;
+};
+
+std::string iso_lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket socket, server_state& s, bool metrics)
+      : stream_(std::move(socket)), s_(s), metrics_(metrics) {
+    chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
+      if (size > 0 && ++chunks_ > max_chunks) {
+        chunk_overflow_ = true;
+        ec = bhttp::error::body_limit;
+      }
+    };
+  }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  }
+
+ private:
+  // --- connection --------------------------------------------------------------------------
+
+  void read_header() {
+    parser_.emplace();
+    parser_->header_limit(header_limit);
+    // The body limit is generous: the protocol's own limits (JSON header, JSON tensors, raw
+    // input, decompressed size) are checked with their exact messages after the read.
+    parser_->body_limit(std::max<std::uint64_t>(std::uint64_t{1} << 30,
+                                                4 * s_.opts.http_max_input_size));
+    chunks_ = 0;
+    chunk_overflow_ = false;
+    parser_->on_chunk_header(chunk_cb_);
+    stream_.expires_after(idle_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               self->on_header(ec);
+                             });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    auto& req = parser_->get();
+    auto expect = req[bhttp::field::expect];
+    if (!parser_->is_done() && iso_lower(expect) == "100-continue") {
+      continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      net::async_write(stream_, net::buffer(*continue_),
+                       [self = shared_from_this()](beast::error_code e, std::size_t) {
+                         if (e) return self->close();
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    stream_.expires_after(body_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->on_read(ec);
+                      });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (chunk_overflow_) {
+      auto r = error_reply(400,
+                           "Chunked request body exceeds maximum of 65536 non-empty chunks. Send "
+                           "fewer or larger HTTP chunks.");
+      r.close = true;
+      return write(std::move(r));
+    }
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+        ec == beast::error::timeout || ec == bhttp::error::partial_message ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+      return close();
+    reply r;
+    if (ec == bhttp::error::header_limit) {
+      r = error_reply(431, "Request header fields too large");
+    } else if (ec == bhttp::error::body_limit) {
+      r = error_reply(413, "Request body too large");
+    } else if (ec == bhttp::error::bad_content_length) {
+      r = error_reply(400, "Unable to parse Content-Length");
+    } else {
+      r = error_reply(400, "Bad Request");
+    }
+    r.close = true;
+    write(std::move(r));
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    keep_alive_ = parser_->get().keep_alive();
+    ++s_.in_flight;
+    counted_ = true;
+    auto req = parser_->release();
+    if (metrics_) return write(handle_metrics(req));
+    handle(std::move(req));
+  }
+
+  void write(reply r) {
+    reply_ = std::move(r);
+    res_ = {};
+    res_.version(11);
+    res_.result(reply_.status);
+    if (!reply_.content_type.empty()) res_.set(bhttp::field::content_type, reply_.content_type);
+    for (const auto& [k, v] : reply_.fields) res_.set(k, v);
+    std::size_t length = reply_.body.size();
+    for (const auto& b : reply_.extra) length += b.size();
+    res_.content_length(length);
+    const bool keep = keep_alive_ && !reply_.close && !s_.exiting;
+    res_.keep_alive(keep);
+    buffers_.clear();
+    buffers_.push_back(net::buffer(reply_.body));
+    buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
+    serializer_.emplace(res_);
+    stream_.expires_after(body_timeout);
+    bhttp::async_write_header(
+        stream_, *serializer_, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
+          if (ec) return self->finish(false);
+          net::async_write(self->stream_, self->buffers_,
+                           [self, keep](beast::error_code e, std::size_t) {
+                             self->finish(!e && keep);
+                           });
+        });
+  }
+
+  void finish(bool keep) {
+    reply_ = {};
+    serializer_.reset();
+    if (counted_) {
+      --s_.in_flight;
+      counted_ = false;
+    }
+    if (!keep) return close();
+    read_header();
+  }
+
+  void close() {
+    if (counted_) {
+      --s_.in_flight;
+      counted_ = false;
+    }
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  // --- metrics port --------------------------------------------------------------------------
+
+  reply handle_metrics(const bhttp::request<bhttp::string_body>& req) {
+    std::string_view path = inferwire::http::target_path(req.target());
+    if (req.method() != bhttp::verb::get) return error_reply(405, "Method Not Allowed");
+    reply r;
+    if (path == "/metrics" || path == "/metrics/") {
+      r.content_type = "text/plain; charset=utf-8";
+      r.body = s_.metrics_text();
+    }
+    return r;
+  }
+
+  // --- v2 endpoints --------------------------------------------------------------------------
+
+  void handle(bhttp::request<bhttp::string_body>&& req) {
+    const auto route = inferwire::http::match_route(req.target());
+    s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
+                              std::string(req.target()));
+    const auto method = req.method();
+    const bool get = method == bhttp::verb::get;
+    const bool post = method == bhttp::verb::post;
+    auto not_allowed = [] { return error_reply(405, "Method Not Allowed"); };
+    switch (route.kind) {
+      case endpoint::health_live:
+        if (!get) return write(not_allowed());
+        if (s_.exiting) return write(error_reply(503, "Server exiting"));
+        return write(empty_reply(200));
+      case endpoint::health_ready:
+        if (!get) return write(not_allowed());
+        return write(empty_reply(s_.ready() ? 200 : 400));
+      case endpoint::server_metadata:
+        if (!get) return write(not_allowed());
+        return write(json_reply(s_.metadata_json));
+      case endpoint::model_metadata:
+        if (!get) return write(not_allowed());
+        return write(model_metadata(route));
+      case endpoint::model_ready:
+        if (!get) return write(not_allowed());
+        if (s_.exiting) return write(error_reply(503, "Server not ready"));
+        if (!s_.repository.ready(route.model, route.version))
+          return write(error_reply(400, "Model version not ready"));
+        return write(empty_reply(200));
+      case endpoint::model_config:
+        if (!get) return write(not_allowed());
+        return write(model_config_reply(route));
+      case endpoint::model_stats:
+      case endpoint::all_stats:
+        if (!get) return write(not_allowed());
+        return write(statistics(route));
+      case endpoint::model_trace:
+      case endpoint::trace:
+        if (!get && !post) return write(not_allowed());
+        return write(trace(route, req));
+      case endpoint::logging:
+        if (!get && !post) return write(not_allowed());
+        return write(logging(req));
+      case endpoint::model_infer:
+        if (!post) return write(not_allowed());
+        return infer(route, std::move(req));
+      case endpoint::model_generate:
+      case endpoint::model_generate_stream:
+      case endpoint::system_shm:
+      case endpoint::cuda_shm:
+      case endpoint::repository_index:
+      case endpoint::repository_load:
+      case endpoint::repository_unload:
+        return write(error_reply(501, "this endpoint is not implemented by inferwire-server yet"));
+      case endpoint::not_found:
+        break;
+    }
+    write(error_reply(404, "Not Found"));
+  }
+
+  reply model_metadata(const inferwire::http::route& r) {
+    status st;
+    auto m = s_.repository.find(r.model, r.version, st);
+    if (!m) return error_reply(st);
+    const model_config& c = *m->config;
+    v2::model_metadata md;
+    md.name = c.name;
+    if (!r.version.empty()) {
+      md.versions.push_back(std::to_string(m->version));
+    } else {
+      for (auto v : s_.repository.ready_version_numbers(c.name)) md.versions.push_back(std::to_string(v));
+    }
+    md.platform = c.platform;
+    auto add = [&](const std::vector<tensor_config>& from, std::vector<v2::tensor_metadata>& to) {
+      for (const auto& t : from) {
+        v2::tensor_metadata tm{t.name, t.datatype, t.dims};
+        if (c.batching()) tm.shape.insert(tm.shape.begin(), -1);
+        to.push_back(std::move(tm));
+      }
+    };
+    add(c.inputs, md.inputs);
+    add(c.outputs, md.outputs);
+    return json_reply(boost::json::serialize(boost::json::value_from(md)));
+  }
+
+  reply model_config_reply(const inferwire::http::route& r) {
+    status st;
+    auto m = s_.repository.find(r.model, r.version, st);
+    if (!m) return error_reply(st);
+    return json_reply(m->config->json);
+  }
+
+  reply statistics(const inferwire::http::route& r) {
+    v2::statistics_response out;
+    if (r.kind == endpoint::all_stats) {
+      for (const auto& v : s_.repository.ready_versions())
+        out.model_stats.push_back(v->stats.snapshot(v->name, v->version));
+    } else {
+      status st;
+      auto versions = s_.repository.stats_versions(r.model, r.version, st);
+      if (st) return error_reply(st);
+      for (const auto& v : versions) out.model_stats.push_back(v->stats.snapshot(v->name, v->version));
+    }
+    return json_reply(boost::json::serialize(boost::json::value_from(out)));
+  }
+
+  template <class T>
+  status parse_body_as(std::string_view body, T& out) {
+    status st;
+    boost::json::value jv = v2::parse_json(body, st);
+    if (st) return st;
+    try {
+      out = boost::json::value_to<T>(jv);
+    } catch (const inferwire::error& e) {
+      return e.get_status();
+    } catch (const std::exception& e) {
+      return {errc::invalid_arg, e.what()};
+    }
+    return {};
+  }
+
+  reply trace(const inferwire::http::route& r, const bhttp::request<bhttp::string_body>& req) {
+    std::string model;
+    if (r.kind == endpoint::model_trace) {
+      if (!r.version.empty()) return error_reply(404, "Not Found");
+      if (!s_.repository.ready(r.model, ""))
+        return error_reply(400, "Request for unknown model : " + std::string(r.model));
+      model = r.model;
+    }
+    v2::trace_settings result;
+    if (req.method() == bhttp::verb::get) {
+      result = s_.traces.get(model);
+    } else {
+      v2::trace_settings update;
+      if (auto st = parse_body_as(req.body(), update)) return error_reply(st);
+      if (auto st = s_.traces.update(model, update, result)) return error_reply(st);
+    }
+    return json_reply(boost::json::serialize(boost::json::value_from(result)));
+  }
+
+  reply logging(const bhttp::request<bhttp::string_body>& req) {
+    logger& l = s_.log;
+    if (req.method() == bhttp::verb::post) {
+      v2::log_settings u;
+      if (auto st = parse_body_as(req.body(), u)) return error_reply(st);
+      if (u.log_file)
+        return error_reply(501, "log file location can not be updated through network protocol");
+      if (u.log_format && *u.log_format != "default" && *u.log_format != "ISO8601")
+        return error_reply(503, "invalid argument for --log_format, got: " + *u.log_format);
+      if (u.log_info) l.info = *u.log_info;
+      if (u.log_warning) l.warning = *u.log_warning;
+      if (u.log_error) l.error = *u.log_error;
+      if (u.log_verbose_level) l.verbose = *u.log_verbose_level;
+      if (u.log_format)
+        l.format = *u.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
+    }
+    v2::log_settings cur;
+    cur.log_file = l.file();
+    cur.log_info = l.info.load();
+    cur.log_warning = l.warning.load();
+    cur.log_error = l.error.load();
+    cur.log_verbose_level = l.verbose.load();
+    cur.log_format = l.format == log_format::iso8601 ? "ISO8601" : "default";
+    return json_reply(boost::json::serialize(boost::json::value_from(cur)));
+  }
+
+  // --- infer ---------------------------------------------------------------------------------
+
+  void infer(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req) {
+    auto job = std::make_shared<infer_job>();
+    job->times.received = clock::now();
+    status st;
+    job->model = s_.repository.find(r.model, r.version, st);
+    if (!job->model) return write(error_reply(st));
+    const model_config& c = *job->model->config;
+    if (c.decoupled)
+      return write(error_reply(
+          501, "HTTP end point doesn't support models with decoupled transaction policy"));
+    job->req = std::move(req);
+    auto fail = [&](status e) {
+      job->model->stats.record_failure(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         clock::now() - job->times.received)
+                                         .count()),
+          false);
+      write(error_reply(e));
+    };
+
+    // Step 2: Content-Encoding.
+    std::string_view body = job->req.body();
+    const auto coding =
+        inferwire::http::parse_content_encoding(job->req[bhttp::field::content_encoding]);
+    if (!coding) {
+      auto rep = error_reply(501, "Unsupported compression type");
+      rep.fields.emplace_back("Accept-Encoding", "gzip, deflate");
+      return write(std::move(rep));
+    }
+    const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+    if (*coding != inferwire::http::content_coding::identity) {
+      if (auto e = inferwire::http::decompress(body, limits.max_input_size, job->inflated))
+        return fail(e);
+      body = job->inflated;
+    }
+    // Steps 3 and 4: lengths.
+    std::size_t content_length = body.size();
+    if (*coding == inferwire::http::content_coding::identity) {
+      if (auto it = job->req.find(bhttp::field::content_length); it != job->req.end()) {
+        content_length = v2::parse_content_length(it->value(), st);
+        if (st) return fail(st);
+        content_length = std::min(content_length, body.size());
+      }
+    }
+    std::optional<std::string_view> ihcl;
+    if (auto it = job->req.find(v2::header_length_field); it != job->req.end()) ihcl = it->value();
+    const std::size_t header_length = v2::parse_header_length(ihcl, content_length, st);
+    if (st) return fail(st);
+    // Steps 5-9.
+    job->request = v2::decode_infer_request(body.substr(0, content_length), header_length,
+                                            c.name, st, limits);
+    if (st) return fail(st);
+    if (job->request.raw_binary) {
+      std::vector<v2::tensor_metadata> inputs;
+      for (const auto& t : c.inputs) inputs.push_back({t.name, t.datatype, t.dims});
+      if (auto e = v2::deduce_raw_input(job->request, c.name, inputs, c.batching(), limits))
+        return fail(e);
+    }
+    if (auto e = validate_request(c, job->request, job->batch_size)) return fail(e);
+
+    job->times.queued = clock::now();
+    accept_encoding_ = std::string(job->req[bhttp::field::accept_encoding]);
+    net::post(s_.execution, [self = shared_from_this(), job,
+                             accept = accept_encoding_]() mutable {
+      reply rep = self->run(*job, accept);
+      rep.owner = job;
+      net::post(self->stream_.get_executor(),
+                [self, rep = std::move(rep)]() mutable { self->write(std::move(rep)); });
+    });
+  }
+
+  // Runs on the execution pool.
+  reply run(infer_job& job, const std::string& accept) {
+    if (auto st = execute_request(*job.model, job.request, job.batch_size, job.times, job.response))
+      return error_reply(st);
+    if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
+    reply rep;
+    const bool binary = job.encoded.has_binary_data();
+    rep.content_type = binary ? "application/octet-stream" : "application/json";
+    if (binary)
+      rep.fields.emplace_back(std::string(v2::header_length_field),
+                              std::to_string(job.encoded.header_length()));
+    const auto coding = inferwire::http::negotiate_accept_encoding(accept);
+    if (coding != inferwire::http::content_coding::identity) {
+      std::vector<std::string_view> parts;
+      parts.push_back(job.encoded.header);
+      for (auto seg : job.encoded.segments)
+        parts.emplace_back(reinterpret_cast<const char*>(seg.data()), seg.size());
+      if (inferwire::http::compress(parts, coding, rep.body)) {
+        rep.fields.emplace_back("Content-Encoding", std::string(inferwire::http::coding_name(coding)));
+        return rep;
+      }
+    }
+    rep.body = std::move(job.encoded.header);
+    for (auto seg : job.encoded.segments) rep.extra.push_back(net::buffer(seg.data(), seg.size()));
+    return rep;
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  server_state& s_;
+  bool metrics_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
+  std::size_t chunks_ = 0;
+  bool chunk_overflow_ = false;
+  bool keep_alive_ = true;
+  bool counted_ = false;
+  std::shared_ptr<std::string> continue_;
+  std::string accept_encoding_;
+  reply reply_;
+  bhttp::response<bhttp::empty_body> res_;
+  std::optional<bhttp::response_serializer<bhttp::empty_body>> serializer_;
+  std::vector<net::const_buffer> buffers_;
+};
+
+// --- listener ------------------------------------------------------------------------------
+
+class listener : public std::enable_shared_from_this<listener> {
+ public:
+  listener(server_state& s, bool metrics) : s_(s), acceptor_(net::make_strand(s.io)), metrics_(metrics) {}
+
+  status open(const std::string& address, int port, int& bound) {
+    beast::error_code ec;
+    auto addr = net::ip::make_address(address, ec);
+    if (ec) return {errc::invalid_arg, "invalid address '" + address + "'"};
+    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec)
+      return {errc::unavailable, "failed to listen on " + address + ":" + std::to_string(port) +
+                                     ": " + ec.message()};
+    bound = acceptor_.local_endpoint().port();
+    return {};
+  }
+
+  void accept() {
+    acceptor_.async_accept(net::make_strand(s_.io),
+                           [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
+                             if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
+                               return;
+                             if (!ec) {
+                               sock.set_option(tcp::no_delay(true), ec);
+                               std::make_shared<session>(std::move(sock), self->s_, self->metrics_)
+                                   ->start();
+                             }
+                             self->accept();
+                           });
+  }
+
+  void stop() {
+    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->acceptor_.close(ec);
+    });
+  }
+
+ private:
+  server_state& s_;
+  tcp::acceptor acceptor_;
+  bool metrics_;
+};
+
+std::shared_ptr<listener> start_listener(server_state& s, const std::string& address, int port,
+                                         bool metrics, status& st, int& bound_port) {
+  auto l = std::make_shared<listener>(s, metrics);
+  if ((st = l->open(address, port, bound_port))) return nullptr;
+  l->accept();
+  return l;
+}
+
+void stop_listener(listener& l) { l.stop(); }
+
+}  // namespace inferwire::server

@@ -1,0 +1,413 @@
+#include "inference.hpp"
+
+#include <inferwire/core/bytes.hpp>
+#include <inferwire/core/shape.hpp>
+#include <inferwire/v2/binary.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace inferwire::server {
+
+namespace {
+
+std::string prefix_of(const v2::infer_request& r) {
+  return "[request id: " + (r.id.empty() ? std::string("<id_unknown>") : r.id) + "] ";
+}
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) s += ',';
+    s += "'" + names[i] + "'";
+  }
+  return s + "]";
+}
+
+bool shape_matches(std::span<const std::int64_t> got, std::span<const std::int64_t> want) {
+  if (got.size() != want.size()) return false;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (want[i] != -1 && want[i] != got[i]) return false;
+  return true;
+}
+
+const char* const batch_note =
+    "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to "
+    "be prepended to each input shape. If you want to specify the full shape including the "
+    "batch dim in your input dims config, try setting max_batch_size to zero. See the model "
+    "configuration docs for more info on max_batch_size.";
+
+}  // namespace
+
+status validate_request(const model_config& c, const v2::infer_request& r,
+                        std::int64_t& batch_size) {
+  const std::string& m = c.name;
+  const std::string pfx = prefix_of(r);
+  for (const auto& o : r.outputs)
+    if (!c.output(o.name))
+      return {errc::invalid_arg, "unexpected inference output '" + o.name + "' for model '" + m + "'"};
+
+  // Input count, then names.
+  const std::size_t k = r.inputs.size();
+  const std::size_t required = c.required_inputs();
+  const std::size_t total = c.inputs.size();
+  if (k < required || k > total) {
+    std::vector<std::string> got, missing;
+    for (const auto& in : r.inputs) got.push_back(in.name);
+    for (const auto& t : c.inputs) {
+      if (t.optional) continue;
+      bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
+                                 [&](const auto& in) { return in.name == t.name; });
+      if (!present) missing.push_back(t.name);
+    }
+    std::string head = required == total
+                           ? "expected " + std::to_string(total) + " inputs but got "
+                           : "expected number of inputs between " + std::to_string(required) +
+                                 " and " + std::to_string(total) + " but got ";
+    return {errc::invalid_arg, pfx + head + std::to_string(k) + " inputs for model '" + m +
+                                   "'. Got input(s) " + name_list(got) +
+                                   ", but missing required input(s) " + name_list(missing) +
+                                   ". Please provide all required input(s)."};
+  }
+  for (const auto& in : r.inputs)
+    if (!c.input(in.name))
+      return {errc::invalid_arg, "unexpected inference input '" + in.name + "' for model '" + m + "'"};
+  // Optional inputs make the count check pass with a required input missing.
+  for (const auto& t : c.inputs) {
+    if (t.optional) continue;
+    bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
+                               [&](const auto& in) { return in.name == t.name; });
+    if (!present) {
+      std::vector<std::string> got;
+      for (const auto& in : r.inputs) got.push_back(in.name);
+      return {errc::invalid_arg,
+              pfx + "expected number of inputs between " + std::to_string(required) + " and " +
+                  std::to_string(total) + " but got " + std::to_string(k) + " inputs for model '" +
+                  m + "'. Got input(s) " + name_list(got) + ", but missing required input(s) ['" +
+                  t.name + "']. Please provide all required input(s)."};
+    }
+  }
+
+  batch_size = 1;
+  bool have_batch = false;
+  for (const auto& in : r.inputs) {
+    const tensor_config& t = *c.input(in.name);
+    if (in.datatype != t.datatype)
+      return {errc::invalid_arg, pfx + "inference input '" + in.name + "' data-type is '" +
+                                     std::string(wire_name(in.datatype)) + "', but model '" + m +
+                                     "' expects '" + std::string(wire_name(t.datatype)) + "'"};
+    std::span<const std::int64_t> dims(in.shape);
+    if (c.batching()) {
+      if (dims.empty())
+        return {errc::invalid_arg, pfx + "input '" + in.name +
+                                       "' has no shape but model requires batch dimension for '" +
+                                       m + "'"};
+      if (!have_batch) {
+        batch_size = dims[0];
+        have_batch = true;
+      } else if (dims[0] != batch_size) {
+        return {errc::invalid_arg, pfx + "input '" + in.name +
+                                       "' batch size does not match other inputs for '" + m + "'"};
+      }
+      dims = dims.subspan(1);
+    }
+    if (has_variable_dimension(in.shape))
+      return {errc::invalid_arg, pfx + "All input dimensions should be specified for input '" +
+                                     in.name + "' for model '" + m + "', got " +
+                                     to_string(in.shape)};
+    if (!shape_matches(dims, t.dims)) {
+      shape_t expected = t.dims;
+      if (c.batching()) expected.insert(expected.begin(), -1);
+      std::string msg = pfx + "unexpected shape for input '" + in.name + "' for model '" + m +
+                        "'. Expected " + to_string(expected) + ", got " + to_string(in.shape) + ". ";
+      if (c.batching()) msg += batch_note;
+      return {errc::invalid_arg, std::move(msg)};
+    }
+  }
+  if (c.batching() && batch_size > c.max_batch_size)
+    return {errc::invalid_arg, pfx + "inference request batch-size must be <= " +
+                                   std::to_string(c.max_batch_size) + " for '" + m + "'"};
+
+  for (const auto& in : r.inputs) {
+    if (in.encoding == v2::tensor_encoding::shared_memory) {
+      // No region can be registered in this server yet (shared memory is its own feature).
+      return {errc::not_found,
+              "Unable to find shared memory region: '" + (in.shm ? in.shm->region : "") + "'"};
+    }
+    const auto count = element_count(in.shape);
+    if (in.datatype == data_type::bytes) {
+      if (auto st = validate_bytes_input(in.data.bytes(), count.value, in.name, m, pfx)) return st;
+      continue;
+    }
+    const auto need = byte_size(in.shape, in.datatype);
+    if (need && static_cast<std::uint64_t>(need.value) != in.data.size())
+      return {errc::invalid_arg, pfx + "input byte size mismatch for input '" + in.name +
+                                     "' for model '" + m + "'. Expected " +
+                                     std::to_string(need.value) + ", got " +
+                                     std::to_string(in.data.size())};
+  }
+  for (const auto& o : r.outputs)
+    if (o.shm)
+      return {errc::not_found, "Unable to find shared memory region: '" + o.shm->region + "'"};
+  return {};
+}
+
+// --- classification ------------------------------------------------------------------------
+
+namespace {
+template <class T>
+std::vector<T> load_all(std::span<const std::byte> b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+}  // namespace
+
+status classify(v2::infer_output& o, std::uint64_t k, const tensor_config& t, bool batching) {
+  const auto total = static_cast<std::int64_t>(element_count(o.shape).value);
+  std::int64_t batch = batching && !o.shape.empty() ? o.shape[0] : 1;
+  if (batch <= 0) batch = 1;
+  bool supported = false;
+  std::vector<std::string> values;  // std::to_string of each element
+  std::vector<double> keys;
+  auto collect = [&]<class T>(T) {
+    supported = true;
+    if (total > 1'000'000) return;
+    for (T x : load_all<T>(o.data.bytes())) {
+      values.push_back(std::to_string(x));
+      keys.push_back(static_cast<double>(x));
+    }
+  };
+  switch (o.datatype) {
+    case data_type::uint8: collect(std::uint8_t{}); break;
+    case data_type::uint16: collect(std::uint16_t{}); break;
+    case data_type::uint32: collect(std::uint32_t{}); break;
+    case data_type::uint64: collect(std::uint64_t{}); break;
+    case data_type::int8: collect(std::int8_t{}); break;
+    case data_type::int16: collect(std::int16_t{}); break;
+    case data_type::int32: collect(std::int32_t{}); break;
+    case data_type::int64: collect(std::int64_t{}); break;
+    case data_type::fp32: collect(float{}); break;
+    case data_type::fp64: collect(double{}); break;
+    default: break;
+  }
+  if (!supported)
+    return {errc::invalid_arg, "class result not available for output due to unsupported type '" +
+                                   std::string(wire_name(o.datatype)) + "'"};
+  if (total > 1'000'000) return {errc::invalid_arg, "classification output tensor too large"};
+  const std::int64_t per = total / batch;
+  const auto top = static_cast<std::int64_t>(std::min<std::uint64_t>(k, static_cast<std::uint64_t>(per)));
+  bytes_builder out;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(per));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::iota(idx.begin(), idx.end(), 0);
+    const std::int64_t base = b * per;
+    std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t x, std::int64_t y) {
+      return keys[static_cast<std::size_t>(base + x)] > keys[static_cast<std::size_t>(base + y)];
+    });
+    for (std::int64_t i = 0; i < top; ++i) {
+      std::int64_t j = idx[static_cast<std::size_t>(i)];
+      std::string s = values[static_cast<std::size_t>(base + j)] + ":" + std::to_string(j);
+      if (static_cast<std::size_t>(j) < t.labels.size()) s += ":" + t.labels[static_cast<std::size_t>(j)];
+      out.append(s);
+    }
+  }
+  o.datatype = data_type::bytes;
+  o.shape = batching ? shape_t{batch, top} : shape_t{top};
+  o.data = v2::tensor_data::own(out.release());
+  return {};
+}
+
+// --- execution -----------------------------------------------------------------------------
+
+namespace {
+
+std::uint64_t ns_between(clock::time_point a, clock::time_point b) {
+  return b > a ? static_cast<std::uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
+               : 0;
+}
+
+// A control tensor as the sequence batcher injects it: shape [1] (+ batch dim), one element.
+v2::infer_input control_tensor(const sequence_control& sc, double value, std::string_view id_text,
+                               std::uint64_t id_number, bool batching, std::int64_t batch) {
+  v2::infer_input in;
+  in.name = sc.input;
+  in.datatype = sc.datatype;
+  in.shape = batching ? shape_t{batch, 1} : shape_t{1};
+  in.encoding = v2::tensor_encoding::binary;
+  std::string data;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (sc.kind == control_kind::corrid) {
+      switch (sc.datatype) {
+        case data_type::bytes: append_bytes_element(data, id_text); break;
+        case data_type::uint64:
+        case data_type::int64: {
+          char buf[8];
+          std::memcpy(buf, &id_number, 8);
+          data.append(buf, 8);
+          break;
+        }
+        default: {
+          auto v = static_cast<std::uint32_t>(id_number);
+          char buf[4];
+          std::memcpy(buf, &v, 4);
+          data.append(buf, 4);
+        }
+      }
+      continue;
+    }
+    switch (sc.datatype) {
+      case data_type::fp32: {
+        auto v = static_cast<float>(value);
+        char buf[4];
+        std::memcpy(buf, &v, 4);
+        data.append(buf, 4);
+        break;
+      }
+      case data_type::bool_: data.push_back(value != 0 ? 1 : 0); break;
+      default: {
+        auto v = static_cast<std::int32_t>(value);
+        char buf[4];
+        std::memcpy(buf, &v, 4);
+        data.append(buf, 4);
+      }
+    }
+  }
+  in.data = v2::tensor_data::own(std::move(data));
+  return in;
+}
+
+}  // namespace
+
+status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
+                       const request_clock& times, v2::infer_response& response) {
+  const model_config& c = *model.config;
+  version_stats::durations d;
+  const auto start = clock::now();
+  d.queue_ns = ns_between(times.queued, start);
+
+  execution e{c, r.inputs, batch_size, nullptr, {}, {}};
+  std::vector<v2::infer_input> with_controls;
+  std::unique_lock<std::mutex> sequence_lock;
+  std::string sequence_key;
+  bool sequence_end = false;
+  auto fail = [&](status st, bool backend) {
+    model.stats.record_failure(ns_between(times.received, clock::now()), backend);
+    return st;
+  };
+
+  if (c.sequence) {
+    sequence_lock = std::unique_lock(model.sequence_mu);
+    const auto* idp = r.parameters.find("sequence_id");
+    std::string id_text;
+    std::uint64_t id_number = 0;
+    bool string_id = false;
+    if (idp) {
+      if (const auto* s = std::get_if<std::string>(idp)) {
+        id_text = *s;
+        string_id = true;
+      } else if (const auto* u = std::get_if<std::uint64_t>(idp)) {
+        id_number = *u;
+        id_text = std::to_string(*u);
+      } else if (const auto* i = std::get_if<std::int64_t>(idp)) {
+        id_number = static_cast<std::uint64_t>(*i);
+        id_text = std::to_string(*i);
+      }
+    }
+    const std::string pfx = prefix_of(r);
+    if (id_text.empty() || (!string_id && id_number == 0))
+      return fail({errc::invalid_arg, pfx + "inference request to model '" + c.name +
+                                          "' must specify a non-zero or non-empty correlation ID"},
+                  false);
+    const auto* corrid = c.sequence->find(control_kind::corrid);
+    if (corrid && string_id && corrid->datatype != data_type::bytes)
+      return fail({errc::invalid_arg,
+                   pfx + "sequence batching control '" + corrid->input + "' of model '" + c.name +
+                       "' expects a " + std::string(wire_name(corrid->datatype)) +
+                       " correlation ID, but the request's correlation ID '" + id_text +
+                       "' is a string"},
+                  false);
+    const bool seq_start = r.parameters.get<bool>("sequence_start").value_or(false);
+    sequence_end = r.parameters.get<bool>("sequence_end").value_or(false);
+    sequence_key = (string_id ? "s:" : "u:") + id_text;
+    bool found = false;
+    e.sequence = model.sequences.begin(sequence_key, seq_start,
+                                       std::chrono::microseconds(c.sequence->max_idle_us), found);
+    if (!e.sequence)
+      return fail({errc::invalid_arg, pfx + "inference request for sequence " + id_text +
+                                          " to model '" + c.name +
+                                          "' must specify the START flag on the first request of "
+                                          "the sequence"},
+                  false);
+    e.correlation_id = id_text;
+    // The request's inputs as views (no copies of their data), then the control tensors.
+    with_controls.reserve(r.inputs.size() + c.sequence->controls.size());
+    for (const auto& in : r.inputs) {
+      auto& v = with_controls.emplace_back();
+      v.name = in.name;
+      v.datatype = in.datatype;
+      v.shape = in.shape;
+      v.encoding = in.encoding;
+      v.data = v2::tensor_data::view(in.data.bytes());
+    }
+    for (const auto& sc : c.sequence->controls) {
+      double v = 0;
+      switch (sc.kind) {
+        case control_kind::start: v = seq_start ? sc.true_value : sc.false_value; break;
+        case control_kind::end: v = sequence_end ? sc.true_value : sc.false_value; break;
+        case control_kind::ready: v = sc.true_value; break;
+        case control_kind::corrid: break;
+      }
+      with_controls.push_back(
+          control_tensor(sc, v, id_text, id_number, c.batching(), batch_size));
+    }
+    e.inputs = with_controls;
+  }
+  const auto inputs_ready = clock::now();
+  d.input_ns = ns_between(start, inputs_ready);
+
+  if (auto st = model.impl->execute(e)) {
+    if (c.sequence && sequence_end) model.sequences.end(sequence_key);
+    return fail(st, true);
+  }
+  if (c.sequence && sequence_end) model.sequences.end(sequence_key);
+  if (sequence_lock.owns_lock()) sequence_lock.unlock();
+  const auto executed = clock::now();
+  d.infer_ns = ns_between(inputs_ready, executed);
+
+  response.id = r.id;
+  response.model_name = c.name;
+  response.model_version = std::to_string(model.version);
+  response.outputs.clear();
+  auto take = [&](std::string_view name) -> v2::infer_output* {
+    for (auto& o : e.outputs)
+      if (o.name == name) return &o;
+    return nullptr;
+  };
+  auto emit = [&](std::string_view name, std::uint64_t k) -> status {
+    v2::infer_output* o = take(name);
+    if (!o) return {errc::internal, "model '" + c.name + "' produced no output '" + std::string(name) + "'"};
+    v2::infer_output out = std::move(*o);
+    out.encoding = v2::output_encoding(r, name);
+    if (k > 0)
+      if (auto st = classify(out, k, *c.output(name), c.batching())) return st;
+    response.outputs.push_back(std::move(out));
+    return {};
+  };
+  if (!r.outputs.empty()) {
+    for (const auto& ro : r.outputs)
+      if (auto st = emit(ro.name, ro.classification)) return fail(st, false);
+  } else {
+    for (const auto& t : c.outputs)
+      if (auto st = emit(t.name, 0)) return fail(st, false);
+  }
+  const auto done = clock::now();
+  d.output_ns = ns_between(executed, done);
+  d.request_ns = ns_between(times.received, done);
+  model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);
+  return {};
+}
+
+}  // namespace inferwire::server

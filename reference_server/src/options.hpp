@@ -1,0 +1,41 @@
+// inferwire-server's command line: tritonserver's flag names where the feature exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace inferwire::server {
+
+struct options {
+  std::vector<std::string> model_repositories;
+  std::string model_control_mode = "none";
+  std::vector<std::string> load_models;
+  std::string http_address = "0.0.0.0";
+  int http_port = 8000;
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  bool allow_http = true;
+  bool allow_grpc = true;
+  bool allow_metrics = true;
+  bool allow_client_shm = false;
+  std::uint64_t http_max_input_size = std::uint64_t{1} << 26;
+  unsigned http_thread_count = 0;       ///< 0: one per core, at least 2
+  unsigned execution_thread_count = 0;  ///< 0: max(4, 2 per core)
+  bool strict_readiness = true;
+  bool exit_on_error = true;
+  unsigned exit_timeout_secs = 30;
+  std::string server_id = "triton";
+  bool log_info = true;
+  bool log_warning = true;
+  bool log_error = true;
+  unsigned log_verbose = 0;
+  std::string log_format = "default";
+  std::string log_file;
+};
+
+/// Parses argv. Returns -1 to go on, or the exit status (0 after --help/--version, 2 on a bad
+/// command line, with the message already printed).
+int parse_options(int argc, char** argv, options& out);
+
+}  // namespace inferwire::server

@@ -1,0 +1,179 @@
+#include "server.hpp"
+
+#include <inferwire/version.hpp>
+#include <inferwire/v2/json.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+namespace inferwire::server {
+
+std::vector<std::string> server_extensions() {
+  // v2-protocol §3 order, restricted to what this server implements today.
+  return {"classification", "sequence",   "model_configuration", "binary_tensor_data",
+          "parameters",     "statistics", "trace",               "logging"};
+}
+
+namespace {
+unsigned default_threads(unsigned requested, unsigned per_core, unsigned minimum) {
+  if (requested) return requested;
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(minimum, hw * per_core);
+}
+}  // namespace
+
+server_state::server_state(options o)
+    : opts(std::move(o)),
+      repository([&] {
+        std::vector<std::filesystem::path> roots(opts.model_repositories.begin(),
+                                                 opts.model_repositories.end());
+        return roots;
+      }()),
+      io(static_cast<int>(default_threads(opts.http_thread_count, 1, 2))),
+      execution(default_threads(opts.execution_thread_count, 2, 4)) {
+  log.info = opts.log_info;
+  log.warning = opts.log_warning;
+  log.error = opts.log_error;
+  log.verbose = opts.log_verbose;
+  log.format = opts.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
+  v2::server_metadata md{opts.server_id, INFERWIRE_VERSION_STRING, server_extensions()};
+  metadata_json = boost::json::serialize(boost::json::value_from(md));
+}
+
+bool server_state::ready() const {
+  if (exiting) return false;
+  return !opts.strict_readiness || repository.all_ready();
+}
+
+// --- trace settings ------------------------------------------------------------------------
+
+trace_registry::trace_registry() {
+  global_ = {{"trace_level", {"OFF"}}, {"trace_rate", {"1000"}}, {"trace_count", {"-1"}},
+             {"log_frequency", {"0"}}, {"trace_file", {""}},     {"trace_mode", {"triton"}}};
+}
+
+v2::trace_settings trace_registry::get(const std::string& model) const {
+  std::lock_guard lock(mu_);
+  v2::trace_settings out;
+  for (const auto& [k, v] : global_) out.settings[k] = v;
+  if (!model.empty())
+    if (auto it = models_.find(model); it != models_.end())
+      for (const auto& [k, v] : it->second) out.settings[k] = v;
+  return out;
+}
+
+status trace_registry::update(const std::string& model, const v2::trace_settings& u,
+                              v2::trace_settings& out) {
+  for (const auto& [key, values] : u.settings) {
+    if (key == "trace_file" && values)
+      return {errc::unsupported, "trace file location can not be updated through network protocol"};
+    if (!values) continue;
+    if (key == "trace_level") {
+      bool off = false;
+      for (const auto& l : *values) {
+        if (l == "OFF") off = true;
+        else if (l != "TIMESTAMPS" && l != "TENSORS")
+          return {errc::invalid_arg, "Unable to parse 'trace_level', got: " + l};
+      }
+      if (off && values->size() > 1)
+        return {errc::invalid_arg, "Expect only one trace level 'OFF' is specified"};
+    } else if (key == "trace_rate" || key == "trace_count" || key == "log_frequency") {
+      const std::string v = values->empty() ? std::string() : values->front();
+      std::int64_t n = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || p != v.data() + v.size() || (key != "trace_count" && n < 0) ||
+          values->size() != 1)
+        return {errc::invalid_arg, "Unable to parse '" + key + "', got: " + v};
+    } else if (key == "trace_mode") {
+      // Only Triton-mode tracing exists here.
+      if (values->size() != 1 || values->front() != "triton")
+        return {errc::invalid_arg,
+                "Unable to parse 'trace_mode', got: " + (values->empty() ? "" : values->front())};
+    } else {
+      return {errc::invalid_arg, "Unknown trace setting '" + key + "'"};
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, values] : u.settings) {
+      if (model.empty()) {
+        if (values) global_[key] = *values;
+      } else if (values) {
+        models_[model][key] = *values;
+      } else if (auto it = models_.find(model); it != models_.end()) {
+        it->second.erase(key);  // null clears the model's override
+      }
+    }
+  }
+  out = get(model);
+  return {};
+}
+
+// --- metrics -------------------------------------------------------------------------------
+
+std::string server_state::metrics_text() const {
+  struct row {
+    std::string labels;
+    v2::model_statistics s;
+    std::uint64_t rejected = 0, backend = 0;
+  };
+  std::vector<row> rows;
+  for (const auto& v : repository.ready_versions()) {
+    row r;
+    r.s = v->stats.snapshot(v->name, v->version);
+    r.labels = "model=\"" + v->name + "\",version=\"" + std::to_string(v->version) + "\"";
+    r.rejected = v->stats.failures_rejected();
+    r.backend = v->stats.failures_backend();
+    rows.push_back(std::move(r));
+  }
+  std::string out;
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help,
+                    auto value) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+    for (const auto& r : rows) {
+      out.append(name).append("{").append(r.labels).append("} ");
+      out.append(std::to_string(value(r))).append("\n");
+    }
+  };
+  family("nv_inference_request_success", "counter",
+         "Number of successful inference requests, all batch sizes",
+         [](const row& r) { return r.s.inference_stats.success.count; });
+  out.append("# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes\n"
+             "# TYPE nv_inference_request_failure counter\n");
+  for (const auto& r : rows) {
+    std::string base = r.labels.substr(0, r.labels.find(",version"));
+    std::string ver = r.labels.substr(r.labels.find(",version"));
+    out.append("nv_inference_request_failure{" + base + ",reason=\"REJECTED\"" + ver + "} " +
+               std::to_string(r.rejected) + "\n");
+    out.append("nv_inference_request_failure{" + base + ",reason=\"BACKEND\"" + ver + "} " +
+               std::to_string(r.backend) + "\n");
+  }
+  family("nv_inference_count", "counter",
+         "Number of inferences performed (does not include cached requests)",
+         [](const row& r) { return r.s.inference_count; });
+  family("nv_inference_exec_count", "counter",
+         "Number of model executions performed (does not include cached requests)",
+         [](const row& r) { return r.s.execution_count; });
+  family("nv_inference_request_duration_us", "counter",
+         "Cumulative inference request duration in microseconds (includes cached requests)",
+         [](const row& r) { return r.s.inference_stats.success.ns / 1000; });
+  family("nv_inference_queue_duration_us", "counter",
+         "Cumulative inference queuing duration in microseconds (includes cached requests)",
+         [](const row& r) { return r.s.inference_stats.queue.ns / 1000; });
+  family("nv_inference_compute_input_duration_us", "counter",
+         "Cumulative compute input duration in microseconds (does not include cached requests)",
+         [](const row& r) { return r.s.inference_stats.compute_input.ns / 1000; });
+  family("nv_inference_compute_infer_duration_us", "counter",
+         "Cumulative compute inference duration in microseconds (does not include cached requests)",
+         [](const row& r) { return r.s.inference_stats.compute_infer.ns / 1000; });
+  family("nv_inference_compute_output_duration_us", "counter",
+         "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+         [](const row& r) { return r.s.inference_stats.compute_output.ns / 1000; });
+  return out;
+}
+
+}  // namespace inferwire::server
