@@ -1,0 +1,115 @@
+// Integration-test harness: starts the real inferwire-server binary on free loopback ports
+// (it reports the ports it bound in its log) and talks to it over plain sockets.
+#pragma once
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace iwtest {
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+/// A running inferwire-server; stopped (SIGTERM) when destroyed.
+class server_process {
+ public:
+  /// Starts the server on the bundled and the test repositories plus `extra` flags.
+  explicit server_process(std::vector<std::string> extra = {}, bool default_repos = true);
+  ~server_process();
+  server_process(const server_process&) = delete;
+  server_process& operator=(const server_process&) = delete;
+
+  int http_port() const { return http_port_; }
+  int metrics_port() const { return metrics_port_; }
+  /// Sends SIGTERM and returns the exit status (or -1 when it did not exit normally).
+  int stop();
+  /// The server's log so far.
+  std::string log() const;
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+  int http_port_ = 0;
+  int metrics_port_ = 0;
+  std::string log_path_;
+};
+
+/// The server shared by the test cases of one process.
+server_process& shared_server();
+
+/// Runs the server binary with `args` to completion; returns the exit status and output.
+int run_server_once(const std::vector<std::string>& args, std::string& output);
+
+struct reply {
+  unsigned status = 0;
+  std::map<std::string, std::string> headers;  ///< lower-case names
+  std::string body;
+  bool keep_alive = true;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+  bool has(const std::string& name) const { return headers.count(name) != 0; }
+};
+
+/// One HTTP connection with raw access.
+class connection {
+ public:
+  explicit connection(int port);
+  void send(std::string_view bytes);
+  /// Reads one response; nullopt when the server closed the connection first.
+  std::optional<reply> read();
+  /// True when the server closed the connection (reads EOF, or resets).
+  bool closed_by_server(std::chrono::milliseconds wait = std::chrono::milliseconds(3000));
+  /// True when some response bytes can be read now without blocking.
+  bool readable_now();
+  tcp::socket& socket() { return socket_; }
+
+ private:
+  net::io_context io_;
+  tcp::socket socket_;
+  boost::beast::flat_buffer buffer_;
+};
+
+/// A whole request: method, target, headers, body; one connection; returns the reply.
+reply request(int port, std::string_view method, std::string_view target,
+              std::string_view body = {},
+              const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+inline reply get(std::string_view target) {
+  return request(shared_server().http_port(), "GET", target);
+}
+inline reply post(std::string_view target, std::string_view body,
+                  const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  return request(shared_server().http_port(), "POST", target, body, headers);
+}
+
+/// The serialized request text.
+std::string request_text(std::string_view method, std::string_view target, std::string_view body,
+                         const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+/// The value of `"error"` in an error body.
+std::string error_of(const reply& r);
+
+/// Little-endian bytes of a vector of T.
+template <class T>
+std::string le_bytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+}  // namespace iwtest

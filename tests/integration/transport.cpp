@@ -1,0 +1,240 @@
+// HTTP transport: keep-alive, pipelining, Expect, chunked bodies, compression, size limits,
+// malformed traffic, slow clients and models, and clean shutdown.
+#include "common.hpp"
+
+#include <inferwire/http/compression.hpp>
+
+#include <thread>
+
+using namespace iwtest;
+using namespace inferwire;
+
+TEST_CASE("keep-alive and pipelined requests are answered in order", "[transport]") {
+  connection c(shared_server().http_port());
+  for (int i = 0; i < 3; ++i) {
+    c.send(request_text("GET", "/v2/health/live", ""));
+    auto r = c.read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->keep_alive);
+  }
+  // Three requests in one write: metadata, an infer and a 404.
+  std::string batch = request_text("GET", "/v2", "") +
+                      request_text("POST", "/v2/models/simple/infer", simple_json()) +
+                      request_text("GET", "/nope", "");
+  c.send(batch);
+  auto a = c.read(), b = c.read(), d = c.read();
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(d);
+  CHECK(a->body.starts_with(R"({"name":"triton")"));
+  CHECK(b->status == 200);
+  CHECK(b->body.starts_with(R"({"model_name":"simple")"));
+  CHECK(d->status == 404);
+  // Connection: close is honoured.
+  c.send(request_text("GET", "/v2/health/live", "", {{"Connection", "close"}}));
+  auto e = c.read();
+  REQUIRE(e);
+  CHECK_FALSE(e->keep_alive);
+  CHECK(c.closed_by_server());
+}
+
+TEST_CASE("Expect: 100-continue and chunked bodies", "[transport]") {
+  connection c(shared_server().http_port());
+  std::string body = simple_json();
+  c.send("POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  auto interim = c.read();
+  REQUIRE(interim);
+  CHECK(interim->status == 100);
+  c.send(body);
+  auto r = c.read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+
+  // Chunked, in uneven pieces.
+  std::string chunked = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (std::size_t pos = 0; pos < body.size(); pos += 37) {
+    std::string piece = body.substr(pos, 37);
+    char len[16];
+    std::snprintf(len, sizeof len, "%zx", piece.size());
+    chunked += std::string(len) + "\r\n" + piece + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  c.send(chunked);
+  r = c.read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body.find(R"("data":[1,2,3,4,)") != std::string::npos);
+}
+
+TEST_CASE("compression of requests and responses", "[transport]") {
+  std::string body = simple_json();
+  for (auto coding : {http::content_coding::gzip, http::content_coding::deflate}) {
+    std::string z;
+    REQUIRE(http::compress(body, coding, z));
+    auto r = post("/v2/models/simple/infer", z,
+                  {{"Content-Encoding", std::string(http::coding_name(coding))},
+                   {"Accept-Encoding", "deflate;q=0.5, gzip;q=0.9"}});
+    REQUIRE(r.status == 200);
+    CHECK(r.header("content-encoding") == "gzip");
+    std::string plain;
+    REQUIRE_FALSE(http::decompress(r.body, 1 << 20, plain));
+    CHECK(plain.find(R"("data":[1,2,3,4,)") != std::string::npos);
+  }
+  // Binary response, deflated: IHCL is the uncompressed JSON length.
+  auto r = post("/v2/models/simple/infer", simple_json(R"(,"parameters":{"binary_data_output":true})"),
+                {{"Accept-Encoding", "deflate"}});
+  REQUIRE(r.status == 200);
+  CHECK(r.header("content-encoding") == "deflate");
+  std::string plain;
+  REQUIRE_FALSE(http::decompress(r.body, 1 << 20, plain));
+  reply unz = r;
+  unz.body = plain;
+  auto res = decode(unz);
+  CHECK(res.outputs[0].data.size() == 64);
+
+  r = post("/v2/models/simple/infer", body, {{"Content-Encoding", "br"}});
+  CHECK(r.status == 501);
+  CHECK(error_of(r) == "Unsupported compression type");
+  CHECK(r.header("accept-encoding") == "gzip, deflate");
+  r = post("/v2/models/simple/infer", "", {{"Content-Encoding", "gzip"}});
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "nothing to be decompressed");
+  // Corrupt data is not reported by zlib: the JSON parser fails on what was inflated.
+  std::string z;
+  REQUIRE(http::compress(body, http::content_coding::gzip, z));
+  z.resize(z.size() / 2);
+  r = post("/v2/models/simple/infer", z, {{"Content-Encoding", "gzip"}});
+  CHECK(r.status == 500);
+  CHECK(error_of(r).starts_with("failed to parse the request JSON buffer: "));
+}
+
+TEST_CASE("http-max-input-size limits", "[transport]") {
+  server_process s({"--http-max-input-size", "1024"});
+  int port = s.http_port();
+  std::string big = simple_json(R"(,"id":")" + std::string(1100, 'x') + "\"");
+  auto r = request(port, "POST", "/v2/models/simple/infer", big);
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "request JSON size of " + std::to_string(big.size()) +
+                           " bytes exceeds the maximum allowed input size of 1024 bytes. Use "
+                           "--http-max-input-size to increase the limit.");
+  std::string z;
+  REQUIRE(http::compress(std::string(4096, ' ') + simple_json(), http::content_coding::gzip, z));
+  r = request(port, "POST", "/v2/models/simple/infer", z, {{"Content-Encoding", "gzip"}});
+  CHECK(r.status == 400);
+  CHECK(error_of(r) ==
+        "Decompressed data size exceeds the maximum allowed value of 1024 bytes. Use "
+        "--http-max-input-size to increase the limit.");
+  r = request(port, "POST", "/v2/models/identity_fp32/infer", std::string(2048, '\0'),
+              {{"Inference-Header-Content-Length", "0"}});
+  CHECK(r.status == 400);
+  CHECK(error_of(r) ==
+        "Raw input has a byte_size (2048 bytes) that exceeds the maximum allowed value of 1024 "
+        "bytes. Use --http-max-input-size to increase the limit.");
+  CHECK(request(port, "POST", "/v2/models/simple/infer", simple_json()).status == 200);
+}
+
+TEST_CASE("malformed traffic: the server answers or closes, and keeps serving", "[transport][fuzz]") {
+  const int port = shared_server().http_port();
+  {
+    connection c(port);
+    c.send("THIS IS NOT HTTP\r\n\r\n");
+    auto r = c.read();
+    if (r) CHECK(r->status == 400);
+    CHECK(c.closed_by_server());
+  }
+  {
+    connection c(port);
+    c.send("GET /v2 HTTP/1.1\r\nX-Big: " + std::string(100 * 1024, 'a') + "\r\n\r\n");
+    auto r = c.read();
+    if (r) CHECK(r->status == 431);
+    CHECK(c.closed_by_server());
+  }
+  {
+    connection c(port);
+    c.send(std::string("\x00\x01\x02\xff\r\n\r\n", 8));
+    auto r = c.read();
+    if (r) CHECK(r->status == 400);
+  }
+  {
+    // Body shorter than declared, then the client goes away.
+    connection c(port);
+    c.send("POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"inputs\":");
+  }
+  {
+    // Body longer than declared: the rest reads as a (bad) next request.
+    connection c(port);
+    c.send("POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}garbage\r\n\r\n");
+    auto r = c.read();
+    REQUIRE(r);
+    CHECK(r->status == 500);
+    auto r2 = c.read();
+    if (r2) CHECK(r2->status == 400);
+  }
+  {
+    connection c(port);
+    c.send("POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: nope\r\n\r\n");
+    auto r = c.read();
+    if (r) CHECK(r->status == 400);
+  }
+  {
+    // Too many chunks.
+    connection c(port);
+    std::string req = "POST /v2/models/simple/infer HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 65537; ++i) req += "1\r\n \r\n";
+    req += "0\r\n\r\n";
+    std::thread writer([&] {
+      try {
+        c.send(req);
+      } catch (...) {
+      }
+    });
+    auto r = c.read();
+    writer.join();
+    REQUIRE(r);
+    CHECK(r->status == 400);
+    CHECK(error_of(*r) ==
+          "Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer or larger "
+          "HTTP chunks.");
+  }
+  // A slow client that sent half a request does not hold up anybody else.
+  connection slow(port);
+  slow.send("POST /v2/models/simple/infer HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+  for (int i = 0; i < 5; ++i) CHECK(post("/v2/models/simple/infer", simple_json()).status == 200);
+  CHECK(get("/v2/health/ready").status == 200);
+}
+
+TEST_CASE("a slow model does not stall other connections", "[transport]") {
+  const int port = shared_server().http_port();
+  connection slow(port);
+  slow.send(request_text("POST", "/v2/models/identity_slow/infer",
+                         R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[7]}]})"));
+  // While the slow model sleeps, other requests (also to other models) complete.
+  for (int i = 0; i < 10; ++i) CHECK(post("/v2/models/simple/infer", simple_json()).status == 200);
+  CHECK_FALSE(slow.readable_now());
+  auto r = slow.read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body.find(R"("data":[7])") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM: in-flight requests finish, then exit 0", "[transport]") {
+  server_process s({"--log-verbose", "1"});
+  connection slow(s.http_port());
+  slow.send(request_text("POST", "/v2/models/identity_slow/infer",
+                         R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[3]}]})"));
+  // The verbose log shows when the request has been read.
+  for (int i = 0; i < 500; ++i) {
+    if (s.log().find("HTTP request: POST /v2/models/identity_slow/infer") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int status = -1;
+  std::thread stopper([&] { status = s.stop(); });
+  auto r = slow.read();
+  stopper.join();
+  CHECK(status == 0);
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body.find(R"("data":[3])") != std::string::npos);
+}
