@@ -17,7 +17,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config git ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libssl-dev zlib1g-dev catch2
+  libssl-dev zlib1g-dev catch2 nginx-light
 )
 
 sudo=""

@@ -14,14 +14,17 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <chrono>
+#include <new>
+
+#include <sys/mman.h>
+#include <limits>
 
 namespace inferwire::server {
 
@@ -35,8 +38,15 @@ namespace {
 
 constexpr std::size_t header_limit = 64 * 1024;
 constexpr std::size_t max_chunks = 65536;
-constexpr auto idle_timeout = std::chrono::seconds(120);
-constexpr auto body_timeout = std::chrono::seconds(300);
+// A connection that makes no progress for this long (while the server is not working on its
+// request) is closed: idle keep-alive connections and stalled clients alike.
+constexpr auto stall_timeout = std::chrono::seconds(120);
+constexpr auto watchdog_period = std::chrono::seconds(5);
+// Bodies at least this large are read straight into their final buffer.
+constexpr std::uint64_t direct_body_threshold = 256 * 1024;
+// Requests with inputs up to this size, to models without an artificial delay, execute on
+// the I/O thread: their work is bounded and small, and a thread hop would cost more.
+constexpr std::size_t inline_execution_limit = 64 * 1024;
 
 /// What a handler answers. Body parts after `body` are views kept alive by `owner`.
 struct reply {
@@ -69,9 +79,44 @@ reply empty_reply(unsigned code) {
   return r;
 }
 
+/// Asio's transfer_all caps each read_some/write_some at 64 KiB; large bodies go in as few
+/// system calls as the socket allows.
+inline std::size_t transfer_all_unbounded(const boost::system::error_code& ec, std::size_t) {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+}
+
+/// A request body read outside the parser (large bodies): anonymous memory mapped with its
+/// pages populated up front, which is far cheaper than faulting them in one at a time while
+/// recv copies into them.
+class body_buffer {
+ public:
+  explicit body_buffer(std::size_t n) : size_(n) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);
+    // Huge pages where the kernel allows them, then populate in one call (no per-page faults).
+    ::madvise(p, n, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(p, n, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    for (std::size_t i = 0; i < n; i += 4096) data_[i] = 0;
+  }
+  ~body_buffer() { ::munmap(data_, size_); }
+  body_buffer(const body_buffer&) = delete;
+  body_buffer& operator=(const body_buffer&) = delete;
+  char* data() noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::string_view view() const noexcept { return {data_, size_}; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t size_;
+};
+
 /// An infer request in flight: the request owns the bytes every view points into.
 struct infer_job {
   bhttp::request<bhttp::string_body> req;
+  std::shared_ptr<body_buffer> big_body;
   std::string inflated;
   std::shared_ptr<model_version> model;
   v2::infer_request request;
@@ -93,7 +138,7 @@ std::string iso_lower(std::string_view s) {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket socket, server_state& s, bool metrics)
-      : stream_(std::move(socket)), s_(s), metrics_(metrics) {
+      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), metrics_(metrics) {
     chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
       if (size > 0 && ++chunks_ > max_chunks) {
         chunk_overflow_ = true;
@@ -103,11 +148,31 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->touch();
+      self->watch();
+      self->read_header();
+    });
   }
 
  private:
   // --- connection --------------------------------------------------------------------------
+
+  void touch() { last_progress_ = clock::now(); }
+
+  // One timer per connection, armed every few seconds, instead of one per I/O operation.
+  void watch() {
+    watchdog_.expires_after(watchdog_period);
+    watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->socket_.is_open()) return;
+      if (!self->executing_ && clock::now() - self->last_progress_ > stall_timeout) {
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+        return;
+      }
+      self->watch();
+    });
+  }
 
   void read_header() {
     parser_.emplace();
@@ -119,9 +184,9 @@ class session : public std::enable_shared_from_this<session> {
     chunks_ = 0;
     chunk_overflow_ = false;
     parser_->on_chunk_header(chunk_cb_);
-    stream_.expires_after(idle_timeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    bhttp::async_read_header(socket_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               self->touch();
                                self->on_header(ec);
                              });
   }
@@ -132,7 +197,7 @@ class session : public std::enable_shared_from_this<session> {
     auto expect = req[bhttp::field::expect];
     if (!parser_->is_done() && iso_lower(expect) == "100-continue") {
       continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-      net::async_write(stream_, net::buffer(*continue_),
+      net::async_write(socket_, net::buffer(*continue_),
                        [self = shared_from_this()](beast::error_code e, std::size_t) {
                          if (e) return self->close();
                          self->read_body();
@@ -143,11 +208,39 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void read_body() {
-    stream_.expires_after(body_timeout);
-    bhttp::async_read(stream_, buffer_, *parser_,
+    if (parser_->is_done()) return on_read({});
+    auto length = parser_->content_length();
+    if (!parser_->chunked() && length && *length >= direct_body_threshold && !metrics_ &&
+        inferwire::http::match_route(parser_->get().target()).kind == endpoint::model_infer &&
+        *length <= parser_->get().body().max_size())
+      return read_body_directly(*length);
+    bhttp::async_read(socket_, buffer_, *parser_,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->touch();
                         self->on_read(ec);
                       });
+  }
+
+  // Large bodies: the bytes already buffered, then one read of the rest straight into an
+  // uninitialised buffer (large recv calls, no parser copies, no zero-fill).
+  void read_body_directly(std::uint64_t length) {
+    if (length > std::max<std::uint64_t>(std::uint64_t{1} << 30, 4 * s_.opts.http_max_input_size))
+      return on_read_error(bhttp::error::body_limit);
+    direct_ = parser_->release();
+    direct_body_ = std::make_shared<body_buffer>(static_cast<std::size_t>(length));
+    char* data = direct_body_->data();
+    const std::size_t have = std::min<std::size_t>(buffer_.size(), direct_body_->size());
+    net::buffer_copy(net::buffer(data, have), buffer_.data());
+    buffer_.consume(have);
+    net::async_read(socket_, net::buffer(data + have, direct_body_->size() - have),
+                    transfer_all_unbounded, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      self->touch();
+                      if (ec) return self->close();
+                      self->keep_alive_ = self->direct_.keep_alive();
+                      ++self->s_.in_flight;
+                      self->counted_ = true;
+                      self->handle(std::move(self->direct_), std::move(self->direct_body_));
+                    });
   }
 
   void on_read_error(beast::error_code ec) {
@@ -188,34 +281,29 @@ class session : public std::enable_shared_from_this<session> {
 
   void write(reply r) {
     reply_ = std::move(r);
-    res_ = {};
-    res_.version(11);
-    res_.result(reply_.status);
-    if (!reply_.content_type.empty()) res_.set(bhttp::field::content_type, reply_.content_type);
-    for (const auto& [k, v] : reply_.fields) res_.set(k, v);
+    const bool keep = keep_alive_ && !reply_.close && !s_.exiting;
     std::size_t length = reply_.body.size();
     for (const auto& b : reply_.extra) length += b.size();
-    res_.content_length(length);
-    const bool keep = keep_alive_ && !reply_.close && !s_.exiting;
-    res_.keep_alive(keep);
+    head_.clear();
+    head_.append("HTTP/1.1 ").append(std::to_string(reply_.status)).append(" ");
+    head_.append(bhttp::obsolete_reason(static_cast<bhttp::status>(reply_.status))).append("\r\n");
+    if (!reply_.content_type.empty())
+      head_.append("Content-Type: ").append(reply_.content_type).append("\r\n");
+    for (const auto& [k, v] : reply_.fields) head_.append(k).append(": ").append(v).append("\r\n");
+    if (!keep) head_.append("Connection: close\r\n");
+    head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
     buffers_.clear();
-    buffers_.push_back(net::buffer(reply_.body));
+    buffers_.push_back(net::buffer(head_));
+    if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
     buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
-    serializer_.emplace(res_);
-    stream_.expires_after(body_timeout);
-    bhttp::async_write_header(
-        stream_, *serializer_, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
-          if (ec) return self->finish(false);
-          net::async_write(self->stream_, self->buffers_,
-                           [self, keep](beast::error_code e, std::size_t) {
-                             self->finish(!e && keep);
-                           });
-        });
+    net::async_write(socket_, buffers_, transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
+      self->touch();
+      self->finish(!ec && keep);
+    });
   }
 
   void finish(bool keep) {
     reply_ = {};
-    serializer_.reset();
     if (counted_) {
       --s_.in_flight;
       counted_ = false;
@@ -230,8 +318,9 @@ class session : public std::enable_shared_from_this<session> {
       counted_ = false;
     }
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
+    watchdog_.cancel();
   }
 
   // --- metrics port --------------------------------------------------------------------------
@@ -249,7 +338,7 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- v2 endpoints --------------------------------------------------------------------------
 
-  void handle(bhttp::request<bhttp::string_body>&& req) {
+  void handle(bhttp::request<bhttp::string_body>&& req, std::shared_ptr<body_buffer> big = {}) {
     const auto route = inferwire::http::match_route(req.target());
     s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
                               std::string(req.target()));
@@ -293,7 +382,7 @@ class session : public std::enable_shared_from_this<session> {
         return write(logging(req));
       case endpoint::model_infer:
         if (!post) return write(not_allowed());
-        return infer(route, std::move(req));
+        return infer(route, std::move(req), std::move(big));
       case endpoint::model_generate:
       case endpoint::model_generate_stream:
       case endpoint::system_shm:
@@ -416,7 +505,8 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- infer ---------------------------------------------------------------------------------
 
-  void infer(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req) {
+  void infer(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req,
+             std::shared_ptr<body_buffer> big) {
     auto job = std::make_shared<infer_job>();
     job->times.received = clock::now();
     status st;
@@ -427,6 +517,7 @@ class session : public std::enable_shared_from_this<session> {
       return write(error_reply(
           501, "HTTP end point doesn't support models with decoupled transaction policy"));
     job->req = std::move(req);
+    job->big_body = std::move(big);
     auto fail = [&](status e) {
       job->model->stats.record_failure(
           static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -437,7 +528,7 @@ class session : public std::enable_shared_from_this<session> {
     };
 
     // Step 2: Content-Encoding.
-    std::string_view body = job->req.body();
+    std::string_view body = job->big_body ? job->big_body->view() : std::string_view(job->req.body());
     const auto coding =
         inferwire::http::parse_content_encoding(job->req[bhttp::field::content_encoding]);
     if (!coding) {
@@ -477,13 +568,22 @@ class session : public std::enable_shared_from_this<session> {
     if (auto e = validate_request(c, job->request, job->batch_size)) return fail(e);
 
     job->times.queued = clock::now();
-    accept_encoding_ = std::string(job->req[bhttp::field::accept_encoding]);
-    net::post(s_.execution, [self = shared_from_this(), job,
-                             accept = accept_encoding_]() mutable {
+    std::string accept(job->req[bhttp::field::accept_encoding]);
+    std::size_t input_bytes = 0;
+    for (const auto& in : job->request.inputs) input_bytes += in.data.size();
+    if (!c.parameters.count("execute_delay_ms") && input_bytes <= inline_execution_limit) {
+      reply rep = run(*job, accept);
+      rep.owner = job;
+      return write(std::move(rep));
+    }
+    executing_ = true;
+    net::post(s_.execution, [self = shared_from_this(), job, accept = std::move(accept)]() mutable {
       reply rep = self->run(*job, accept);
       rep.owner = job;
-      net::post(self->stream_.get_executor(),
-                [self, rep = std::move(rep)]() mutable { self->write(std::move(rep)); });
+      net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
+        self->executing_ = false;
+        self->write(std::move(rep));
+      });
     });
   }
 
@@ -514,8 +614,14 @@ class session : public std::enable_shared_from_this<session> {
     return rep;
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  net::steady_timer watchdog_;
+  clock::time_point last_progress_;
+  bool executing_ = false;
   beast::flat_buffer buffer_;
+  bhttp::request<bhttp::string_body> direct_;
+  std::shared_ptr<body_buffer> direct_body_;
+  std::string head_;
   server_state& s_;
   bool metrics_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -525,10 +631,7 @@ class session : public std::enable_shared_from_this<session> {
   bool keep_alive_ = true;
   bool counted_ = false;
   std::shared_ptr<std::string> continue_;
-  std::string accept_encoding_;
   reply reply_;
-  bhttp::response<bhttp::empty_body> res_;
-  std::optional<bhttp::response_serializer<bhttp::empty_body>> serializer_;
   std::vector<net::const_buffer> buffers_;
 };
 

@@ -238,3 +238,31 @@ TEST_CASE("SIGTERM: in-flight requests finish, then exit 0", "[transport]") {
   CHECK(r->status == 200);
   CHECK(r->body.find(R"("data":[3])") != std::string::npos);
 }
+
+TEST_CASE("large bodies are read directly, and pipelining after them still works", "[transport]") {
+  connection c(shared_server().http_port());
+  std::vector<float> v(200000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+  const std::string header = R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[200000],)"
+                             R"("parameters":{"binary_data_size":800000}}],"outputs":[{"name":"OUTPUT0",)"
+                             R"("parameters":{"binary_data":true}}]})";
+  std::string req = request_text("POST", "/v2/models/identity_fp32/infer", header + le_bytes(v),
+                                 {{"Inference-Header-Content-Length", std::to_string(header.size())}});
+  c.send(req + request_text("GET", "/v2/health/live", ""));
+  auto r = c.read();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  auto res = decode(*r);
+  CHECK(res.outputs[0].data.str() == le_bytes(v));
+  auto h = c.read();
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  // A large declared body that never fully arrives: the server waits, the client leaves,
+  // and others are served.
+  {
+    connection partial(shared_server().http_port());
+    partial.send("POST /v2/models/identity_fp32/infer HTTP/1.1\r\nContent-Length: 1000000\r\n"
+                 "Inference-Header-Content-Length: 0\r\n\r\n" + std::string(1000, '\0'));
+  }
+  CHECK(get("/v2/health/ready").status == 200);
+}

@@ -1,0 +1,348 @@
+// bench_http_infer: inferwire-server over HTTP, against baselines measured in the same run.
+//
+//   (a) the `simple` model with binary tensors, at concurrency 1 and 16, a fixed number of
+//       requests over keep-alive connections: requests/s, p50 and p99 latency. The same load
+//       generator then drives nginx serving a static 64-byte response on loopback.
+//       Targets: c16 rate >= 0.5x nginx; c1 p99 <= 2x nginx.
+//   (b) a 64 MiB FP32 `identity_fp32` round trip (raw binary request, binary response), against
+//       a plain loopback TCP echo of the same bytes both ways. Target: >= 0.5x its bandwidth.
+//
+//   bench_http_infer [--requests N] [--server PATH] [--nginx PATH]
+#include <inferwire/v2/binary.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn(std::vector<std::string> args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+void stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+}
+
+int free_port() {
+  net::io_context io;
+  tcp::acceptor a(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+bool wait_for_port(int port) {
+  for (int i = 0; i < 500; ++i) {
+    try {
+      net::io_context io;
+      tcp::socket s(io);
+      s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+      return true;
+    } catch (...) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return false;
+}
+
+struct load_result {
+  double rate = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  std::size_t errors = 0;
+};
+
+// `concurrency` keep-alive connections, each sending `request` back to back, until `total`
+// responses arrived. One thread, so the generator costs the same for every server.
+class load_generator {
+ public:
+  load_generator(int port, std::string request, int concurrency, std::size_t total)
+      : port_(port), request_(std::move(request)), total_(total) {
+    conns_.resize(static_cast<std::size_t>(concurrency));
+    latencies_.reserve(total);
+  }
+
+  load_result run() {
+    for (auto& c : conns_) {
+      c = std::make_unique<conn>(io_);
+      c->socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)));
+      c->socket.set_option(tcp::no_delay(true));
+    }
+    auto t0 = clock_type::now();
+    for (auto& c : conns_) send(*c);
+    io_.run();
+    double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    load_result r;
+    r.rate = static_cast<double>(latencies_.size()) / secs;
+    std::sort(latencies_.begin(), latencies_.end());
+    auto pct = [&](double p) {
+      return latencies_.empty() ? 0.0 : latencies_[std::min(latencies_.size() - 1, static_cast<std::size_t>(p * static_cast<double>(latencies_.size())))];
+    };
+    r.p50_us = pct(0.50);
+    r.p99_us = pct(0.99);
+    r.errors = errors_;
+    return r;
+  }
+
+ private:
+  struct conn {
+    explicit conn(net::io_context& io) : socket(io) {}
+    tcp::socket socket;
+    beast::flat_buffer buffer;
+    std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+    clock_type::time_point start;
+  };
+
+  void send(conn& c) {
+    if (sent_ >= total_) return;
+    ++sent_;
+    c.start = clock_type::now();
+    net::async_write(c.socket, net::buffer(request_), [this, &c](beast::error_code ec, std::size_t) {
+      if (ec) return fail();
+      c.parser.emplace();
+      c.parser->body_limit(1 << 30);
+      bhttp::async_read(c.socket, c.buffer, *c.parser, [this, &c](beast::error_code e, std::size_t) {
+        if (e) return fail();
+        if (c.parser->get().result_int() != 200) ++errors_;
+        latencies_.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - c.start).count());
+        send(c);
+      });
+    });
+  }
+  void fail() { ++errors_; }
+
+  net::io_context io_;
+  int port_;
+  std::string request_;
+  std::size_t total_;
+  std::size_t sent_ = 0;
+  std::size_t errors_ = 0;
+  std::vector<std::unique_ptr<conn>> conns_;
+  std::vector<double> latencies_;
+};
+
+std::string http_request(std::string_view method, std::string_view target, std::string_view body,
+                         std::string_view extra_headers = "") {
+  std::string s;
+  s.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  s.append(extra_headers);
+  if (method == "POST") s.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+  s.append("\r\n").append(body);
+  return s;
+}
+
+// One 64 MiB round trip through the server; returns seconds.
+double identity_round_trip(int port, const std::string& payload) {
+  net::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  std::string head = "POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\n"
+                     "Inference-Header-Content-Length: 0\r\nContent-Length: " +
+                     std::to_string(payload.size()) + "\r\n\r\n";
+  auto t0 = clock_type::now();
+  std::vector<net::const_buffer> bufs{net::buffer(head), net::buffer(payload)};
+  net::write(s, bufs);
+  // Header through Beast, then the body straight into its buffer (large reads).
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> p;
+  p.body_limit(std::uint64_t{1} << 32);
+  bhttp::read_header(s, buf, p);
+  std::string body(static_cast<std::size_t>(p.content_length().value_or(0)), '\0');
+  std::size_t have = std::min(buf.size(), body.size());
+  net::buffer_copy(net::buffer(body.data(), have), buf.data());
+  net::read(s, net::buffer(body.data() + have, body.size() - have));
+  double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  auto& res = p.get();
+  std::size_t hl = std::stoul(std::string(res["Inference-Header-Content-Length"]));
+  if (res.result_int() != 200 || body.size() - hl != payload.size() ||
+      std::memcmp(body.data() + hl, payload.data(), payload.size()) != 0)
+    std::fprintf(stderr, "identity round trip returned unexpected data\n");
+  return secs;
+}
+
+// The same bytes over plain loopback TCP, both ways: an echo thread reads all, writes all back.
+double tcp_round_trip(const std::string& payload) {
+  net::io_context io;
+  tcp::acceptor acc(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  std::thread echo([&] {
+    tcp::socket peer = acc.accept();
+    std::string buf(payload.size(), '\0');
+    net::read(peer, net::buffer(buf));
+    net::write(peer, net::buffer(buf));
+  });
+  tcp::socket s(io);
+  s.connect(acc.local_endpoint());
+  std::string back(payload.size(), '\0');
+  auto t0 = clock_type::now();
+  std::thread writer([&] { net::write(s, net::buffer(payload)); });
+  net::read(s, net::buffer(back));
+  double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  writer.join();
+  echo.join();
+  return secs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t requests = 20000;
+  std::string server = INFERWIRE_SERVER_PATH;
+  std::string nginx = "/usr/sbin/nginx";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--requests") requests = std::stoul(argv[i + 1]);
+    else if (a == "--server") server = argv[i + 1];
+    else if (a == "--nginx") nginx = argv[i + 1];
+  }
+  signal(SIGPIPE, SIG_IGN);
+  auto tmp = std::filesystem::temp_directory_path() / ("iw-bench-" + std::to_string(getpid()));
+  std::filesystem::create_directories(tmp);
+
+  // inferwire-server
+  std::string slog = (tmp / "server.log").string();
+  pid_t spid = spawn({server, "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
+                      "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models",
+                      "--http-address", "127.0.0.1", "--http-port", "0", "--allow-metrics=false",
+                      "--allow-grpc=false"},
+                     slog);
+  int sport = 0;
+  for (int i = 0; i < 500 && !sport; ++i) {
+    std::smatch m;
+    std::string text = read_file(slog);
+    if (std::regex_search(text, m, std::regex("Started HTTPService at [0-9.]+:([0-9]+)"))) sport = std::stoi(m[1]);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!sport) {
+    std::fprintf(stderr, "inferwire-server did not start:\n%s\n", read_file(slog).c_str());
+    return 1;
+  }
+
+  // nginx with a static 64-byte response.
+  int nport = free_port();
+  std::string conf = (tmp / "nginx.conf").string();
+  {
+    std::ofstream c(conf);
+    c << "daemon off;\nworker_processes auto;\npid " << (tmp / "nginx.pid").string() << ";\n"
+      << "error_log " << (tmp / "nginx.err").string() << ";\n"
+      << "events { worker_connections 1024; }\n"
+      << "http {\n  access_log off;\n  client_body_temp_path " << tmp.string() << ";\n"
+      << "  proxy_temp_path " << tmp.string() << ";\n  fastcgi_temp_path " << tmp.string() << ";\n"
+      << "  uwsgi_temp_path " << tmp.string() << ";\n  scgi_temp_path " << tmp.string() << ";\n"
+      << "  keepalive_requests 1000000;\n"
+      << "  server {\n    listen 127.0.0.1:" << nport << ";\n"
+      << "    location / { default_type application/octet-stream; return 200 \""
+      << std::string(64, 'x') << "\"; }\n  }\n}\n";
+  }
+  pid_t npid = spawn({nginx, "-c", conf, "-p", tmp.string()}, (tmp / "nginx.out").string());
+  bool have_nginx = npid > 0 && wait_for_port(nport);
+  if (!have_nginx)
+    std::fprintf(stderr, "nginx did not start (install nginx-light); baseline skipped\n%s\n",
+                 read_file((tmp / "nginx.out").string()).c_str());
+
+  // The simple request: binary inputs, binary outputs.
+  inferwire::v2::infer_request req;
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    inferwire::v2::infer_input in;
+    in.name = name;
+    in.datatype = inferwire::data_type::int32;
+    in.shape = {1, 16};
+    std::vector<std::int32_t> v(16, 3);
+    in.data = inferwire::v2::tensor_data::own(std::string(reinterpret_cast<char*>(v.data()), 64));
+    req.inputs.push_back(in);
+  }
+  req.parameters.set("binary_data_output", true);
+  auto body = inferwire::v2::encode_infer_request(req);
+  std::string infer_req = http_request("POST", "/v2/models/simple/infer", body.flatten(),
+                                       "Inference-Header-Content-Length: " +
+                                           std::to_string(body.header_length()) + "\r\n");
+  std::string static_req = http_request("GET", "/", "");
+
+  std::printf("bench_http_infer: %zu requests per run, loopback, %u cores\n", requests,
+              std::thread::hardware_concurrency());
+  for (int conc : {1, 16}) {
+    load_generator(sport, infer_req, conc, requests / 10).run();  // warm-up
+    auto ours = load_generator(sport, infer_req, conc, requests).run();
+    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
+                conc, ours.rate, ours.p50_us, ours.p99_us, ours.errors);
+    if (have_nginx) {
+      load_generator(nport, static_req, conc, requests / 10).run();
+      auto base = load_generator(nport, static_req, conc, requests).run();
+      std::printf("  c=%-2d nginx static 64B : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
+                  conc, base.rate, base.p50_us, base.p99_us, base.errors);
+      std::printf("  c=%-2d ratio            : rate %.2fx nginx (target >= 0.5 at c=16), p99 %.2fx nginx (target <= 2 at c=1)\n",
+                  conc, ours.rate / base.rate, ours.p99_us / base.p99_us);
+    }
+  }
+
+  // 64 MiB FP32 identity round trip vs plain TCP.
+  std::string payload(std::size_t{64} << 20, '\0');
+  for (std::size_t i = 0; i < payload.size(); i += 4) {
+    float f = static_cast<float>(i);
+    std::memcpy(payload.data() + i, &f, 4);
+  }
+  double best_srv = 1e9, best_tcp = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    best_srv = std::min(best_srv, identity_round_trip(sport, payload));
+    best_tcp = std::min(best_tcp, tcp_round_trip(payload));
+  }
+  const double gib = 2.0 * static_cast<double>(payload.size()) / (1024.0 * 1024 * 1024);
+  std::printf("  64 MiB identity_fp32 round trip: %.1f ms (%.2f GiB/s both ways)\n", best_srv * 1e3, gib / best_srv);
+  std::printf("  64 MiB plain TCP echo          : %.1f ms (%.2f GiB/s both ways)\n", best_tcp * 1e3, gib / best_tcp);
+  std::printf("  ratio: %.2fx of plain TCP bandwidth (target >= 0.5)\n", best_tcp / best_srv);
+
+  stop(npid);
+  stop(spid);
+  std::filesystem::remove_all(tmp);
+  return 0;
+}
