@@ -340,8 +340,9 @@ class session : public std::enable_shared_from_this<session> {
 
   void handle(bhttp::request<bhttp::string_body>&& req, std::shared_ptr<body_buffer> big = {}) {
     const auto route = inferwire::http::match_route(req.target());
-    s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
-                              std::string(req.target()));
+    if (s_.log.verbose >= 1)
+      s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
+                                std::string(req.target()));
     const auto method = req.method();
     const bool get = method == bhttp::verb::get;
     const bool post = method == bhttp::verb::post;

@@ -32,6 +32,14 @@ bool shape_matches(std::span<const std::int64_t> got, std::span<const std::int64
   return true;
 }
 
+// The "[request id: <id>] " prefix, formatted only when an error message needs it.
+struct lazy_prefix {
+  const v2::infer_request& r;
+  explicit operator std::string() const { return prefix_of(r); }
+};
+std::string operator+(const lazy_prefix& p, const std::string& s) { return prefix_of(p.r) + s; }
+std::string operator+(const lazy_prefix& p, const char* s) { return prefix_of(p.r) + s; }
+
 const char* const batch_note =
     "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to "
     "be prepended to each input shape. If you want to specify the full shape including the "
@@ -43,7 +51,7 @@ const char* const batch_note =
 status validate_request(const model_config& c, const v2::infer_request& r,
                         std::int64_t& batch_size) {
   const std::string& m = c.name;
-  const std::string pfx = prefix_of(r);
+  const lazy_prefix pfx{r};  // built only on the error paths
   for (const auto& o : r.outputs)
     if (!c.output(o.name))
       return {errc::invalid_arg, "unexpected inference output '" + o.name + "' for model '" + m + "'"};
@@ -137,7 +145,7 @@ status validate_request(const model_config& c, const v2::infer_request& r,
     }
     const auto count = element_count(in.shape);
     if (in.datatype == data_type::bytes) {
-      if (auto st = validate_bytes_input(in.data.bytes(), count.value, in.name, m, pfx)) return st;
+      if (auto st = validate_bytes_input(in.data.bytes(), count.value, in.name, m, std::string(pfx))) return st;
       continue;
     }
     const auto need = byte_size(in.shape, in.datatype);

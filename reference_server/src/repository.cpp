@@ -250,26 +250,26 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
   std::int64_t version = -1;
   if ((st = parse_version(version_text, version))) return nullptr;
   std::shared_lock lock(mu_);
-  const std::string prefix = "Request for unknown model: '" + std::string(name) + "'";
+  auto prefix = [&] { return "Request for unknown model: '" + std::string(name) + "'"; };
   auto it = models_.find(name);
   if (it == models_.end() || it->second.versions.empty()) {
-    st = {errc::not_found, prefix + " is not found"};
+    st = {errc::not_found, prefix() + " is not found"};
     return nullptr;
   }
   const auto& versions = it->second.versions;
   if (version == -1) {
     for (auto v = versions.rbegin(); v != versions.rend(); ++v)
       if ((*v)->state == model_state::ready) return *v;
-    st = {errc::not_found, prefix + " has no available versions"};
+    st = {errc::not_found, prefix() + " has no available versions"};
     return nullptr;
   }
   for (const auto& v : versions) {
     if (v->version != version) continue;
     if (v->state == model_state::ready) return v;
-    st = {errc::unavailable, prefix + " version " + std::to_string(version) + " is not at ready state"};
+    st = {errc::unavailable, prefix() + " version " + std::to_string(version) + " is not at ready state"};
     return nullptr;
   }
-  st = {errc::not_found, prefix + " version " + std::to_string(version) + " is not found"};
+  st = {errc::not_found, prefix() + " version " + std::to_string(version) + " is not found"};
   return nullptr;
 }
 
