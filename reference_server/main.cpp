@@ -3,6 +3,7 @@
 #include "src/server.hpp"
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
@@ -20,7 +21,7 @@ void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
     if (s.in_flight.load() > 0)
       s.log.log_warning("exit timeout expired with " + std::to_string(s.in_flight.load()) +
                         " requests in flight");
-    s.io.stop();
+    s.stop_io();
     return;
   }
   timer->expires_after(std::chrono::milliseconds(20));
@@ -66,20 +67,22 @@ int main(int argc, char** argv) {
     s.log.log_warning("the gRPC frontend is not available in this build; --grpc-port " +
                       std::to_string(s.opts.grpc_port) + " is not served");
 
-  boost::asio::signal_set signals(s.io, SIGINT, SIGTERM);
+  boost::asio::signal_set signals(*s.ios.front(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     s.log.log_info("received signal " + std::to_string(sig) + ", shutting down");
     s.exiting = true;
     for (auto& l : listeners) stop_listener(*l);
-    auto timer = std::make_shared<boost::asio::steady_timer>(s.io);
+    auto timer = std::make_shared<boost::asio::steady_timer>(*s.ios.front());
     drain(s, timer, std::chrono::steady_clock::now() + std::chrono::seconds(s.opts.exit_timeout_secs));
   });
 
-  const unsigned threads = static_cast<unsigned>(std::max(2u, s.opts.http_thread_count ? s.opts.http_thread_count : std::thread::hardware_concurrency()));
+  // Keep every I/O context running until shutdown, even while it has no connection.
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  for (auto& io : s.ios) work.push_back(boost::asio::make_work_guard(*io));
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { s.io.run(); });
-  s.io.run();
+  for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&s, i] { s.ios[i]->run(); });
+  s.ios.front()->run();
   for (auto& t : pool) t.join();
   s.execution.join();
   s.log.log_info("exited cleanly");

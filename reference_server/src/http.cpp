@@ -640,7 +640,7 @@ class session : public std::enable_shared_from_this<session> {
 
 class listener : public std::enable_shared_from_this<listener> {
  public:
-  listener(server_state& s, bool metrics) : s_(s), acceptor_(net::make_strand(s.io)), metrics_(metrics) {}
+  listener(server_state& s, bool metrics) : s_(s), acceptor_(*s.ios.front()), metrics_(metrics) {}
 
   status open(const std::string& address, int port, int& bound) {
     beast::error_code ec;
@@ -659,7 +659,7 @@ class listener : public std::enable_shared_from_this<listener> {
   }
 
   void accept() {
-    acceptor_.async_accept(net::make_strand(s_.io),
+    acceptor_.async_accept(s_.next_io(),
                            [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
                              if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
                                return;

@@ -32,8 +32,9 @@ server_state::server_state(options o)
                                                  opts.model_repositories.end());
         return roots;
       }()),
-      io(static_cast<int>(default_threads(opts.http_thread_count, 1, 2))),
       execution(default_threads(opts.execution_thread_count, 2, 4)) {
+  for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
+    ios.push_back(std::make_unique<boost::asio::io_context>(1));
   log.info = opts.log_info;
   log.warning = opts.log_warning;
   log.error = opts.log_error;

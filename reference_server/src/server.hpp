@@ -43,12 +43,26 @@ struct server_state {
   model_repository repository;
   trace_registry traces;
   std::string metadata_json;  ///< server metadata, built once (as upstream caches it)
-  boost::asio::io_context io;
+  /// One io_context per I/O thread: a connection lives on one of them, so I/O threads never
+  /// contend for a shared scheduler. ios.front() also runs signals and shutdown.
+  std::vector<std::unique_ptr<boost::asio::io_context>> ios;
   boost::asio::thread_pool execution;
+  /// The io_context for the next accepted connection (round robin).
+  boost::asio::io_context& next_io() noexcept {
+    return *ios[next_io_.fetch_add(1, std::memory_order_relaxed) % ios.size()];
+  }
+  void stop_io() {
+    for (auto& i : ios) i->stop();
+  }
   std::atomic<bool> exiting{false};
   std::atomic<std::int64_t> in_flight{0};
 
   bool ready() const;
+
+ private:
+  std::atomic<std::size_t> next_io_{0};
+
+ public:
   /// The Prometheus text of every metric.
   std::string metrics_text() const;
 };
