@@ -572,20 +572,29 @@ class session : public std::enable_shared_from_this<session> {
     std::string accept(job->req[bhttp::field::accept_encoding]);
     std::size_t input_bytes = 0;
     for (const auto& in : job->request.inputs) input_bytes += in.data.size();
-    if (!c.parameters.count("execute_delay_ms") && input_bytes <= inline_execution_limit) {
+    if (!c.parameters.count("execute_delay_ms") && !c.proto.has_dynamic_batching() &&
+        input_bytes <= inline_execution_limit) {
       reply rep = run(*job, accept);
       rep.owner = job;
       return write(std::move(rep));
     }
     executing_ = true;
-    net::post(s_.execution, [self = shared_from_this(), job, accept = std::move(accept)]() mutable {
+    // At most `instance count` executions of a model version at once; the rest queue.
+    auto& pool = s_.execution;
+    auto launch = [&pool](instance_gate::job j) { net::post(pool, std::move(j)); };
+    auto work = [self = shared_from_this(), job, accept = std::move(accept), launch]() mutable {
       reply rep = self->run(*job, accept);
       rep.owner = job;
+      job->model->instances.release(launch);
       net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
         self->executing_ = false;
         self->write(std::move(rep));
       });
-    });
+    };
+    if (!job->model->instances.submit(std::move(work), launch)) {
+      executing_ = false;
+      return fail({errc::unavailable, "Exceeds maximum queue size"});
+    }
   }
 
   // Runs on the execution pool.

@@ -108,6 +108,36 @@ void sequence_table::end(const std::string& id) {
   slots_.erase(id);
 }
 
+// --- instances -----------------------------------------------------------------------------
+
+bool instance_gate::submit(job j, const std::function<void(job)>& launch) {
+  {
+    std::lock_guard lock(mu_);
+    if (running_ >= instances_) {
+      if (max_queue_ && pending_.size() >= max_queue_) return false;
+      pending_.push_back(std::move(j));
+      return true;
+    }
+    ++running_;
+  }
+  launch(std::move(j));
+  return true;
+}
+
+void instance_gate::release(const std::function<void(job)>& launch) {
+  job next;
+  {
+    std::lock_guard lock(mu_);
+    if (pending_.empty()) {
+      --running_;
+      return;
+    }
+    next = std::move(pending_.front());
+    pending_.pop_front();
+  }
+  launch(std::move(next));
+}
+
 // --- versions ------------------------------------------------------------------------------
 
 status parse_version(std::string_view s, std::int64_t& out) {
@@ -187,6 +217,10 @@ void model_repository::load_model(model_entry& e) {
     mv->name = e.name;
     mv->version = v;
     mv->config = config;
+    std::size_t instances = 0;
+    for (const auto& g : config->proto.instance_group())
+      instances += static_cast<std::size_t>(std::max(1, g.count()));
+    mv->instances.configure(instances, config->proto.dynamic_batching().default_queue_policy().max_queue_size());
     status st;
     mv->impl = make_backend(*config, st);
     if (st) {

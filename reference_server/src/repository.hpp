@@ -9,6 +9,7 @@
 #include <inferwire/v2/types.hpp>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -74,6 +75,29 @@ class sequence_table {
   std::unordered_map<std::string, slot> slots_;
 };
 
+/// Limits a model version to its instance count of concurrent executions; the rest wait in a
+/// FIFO queue bounded by the dynamic batcher's max_queue_size (0 = unbounded).
+class instance_gate {
+ public:
+  using job = std::function<void()>;
+  void configure(std::size_t instances, std::size_t max_queue) {
+    instances_ = instances ? instances : 1;
+    max_queue_ = max_queue;
+  }
+  /// Hands `j` to `launch` now if an instance is free, or queues it. False when the queue is
+  /// full (the caller answers 503 `Exceeds maximum queue size`).
+  bool submit(job j, const std::function<void(job)>& launch);
+  /// Called by a finished job: starts the next queued one, if any, through `launch`.
+  void release(const std::function<void(job)>& launch);
+
+ private:
+  std::mutex mu_;
+  std::size_t instances_ = 1;
+  std::size_t max_queue_ = 0;
+  std::size_t running_ = 0;
+  std::deque<job> pending_;
+};
+
 /// One version of a model.
 struct model_version {
   std::string name;
@@ -86,6 +110,7 @@ struct model_version {
   sequence_table sequences;
   /// Sequence models execute one request at a time, in arrival order.
   std::mutex sequence_mu;
+  instance_gate instances;
 };
 
 /// Parses a version string as Triton does (empty = -1, std::stol rules, negatives refused).

@@ -266,3 +266,30 @@ TEST_CASE("large bodies are read directly, and pipelining after them still works
   }
   CHECK(get("/v2/health/ready").status == 200);
 }
+
+TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[transport]") {
+  // One instance, a queue of one, 1 s per execution: the first request runs, the second
+  // waits, the third is refused at once.
+  const int port = shared_server().http_port();
+  const std::string body =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}]})";
+  connection a(port), b(port), c(port);
+  a.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  b.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  c.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+  auto rc = c.read();
+  REQUIRE(rc);
+  CHECK(rc->status == 503);
+  CHECK(error_of(*rc) == "Exceeds maximum queue size");
+  CHECK_FALSE(b.readable_now());  // still queued behind the first
+  auto ra = a.read(), rb = b.read();
+  REQUIRE(ra);
+  REQUIRE(rb);
+  CHECK(ra->status == 200);
+  CHECK(rb->status == 200);
+  // The queued request's wait shows in the statistics.
+  auto st = get("/v2/models/identity_queue/stats");
+  CHECK(st.body.find(R"("queue":{"count":2,)") != std::string::npos);
+}
