@@ -40,9 +40,7 @@ int main(int argc, char** argv) {
     std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
     return 1;
   }
-  bool loaded = s.repository.load_all([&](bool error, const std::string& m) {
-    error ? s.log.log_error(m) : s.log.log_info(m);
-  });
+  bool loaded = s.repository.startup(s.opts.load_models);
   if (!loaded && s.opts.exit_on_error) {
     s.log.log_error("exiting: failed to load all models (--exit-on-error=true)");
     return 1;
@@ -67,6 +65,8 @@ int main(int argc, char** argv) {
     s.log.log_warning("the gRPC frontend is not available in this build; --grpc-port " +
                       std::to_string(s.opts.grpc_port) + " is not served");
 
+  if (s.repository.mode() == control_mode::poll) s.repository.start_polling(s.opts.repository_poll_secs);
+
   boost::asio::signal_set signals(*s.ios.front(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&s, i] { s.ios[i]->run(); });
   s.ios.front()->run();
   for (auto& t : pool) t.join();
+  s.repository.stop_polling();
   s.execution.join();
   s.log.log_info("exited cleanly");
   return 0;

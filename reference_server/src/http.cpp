@@ -384,13 +384,17 @@ class session : public std::enable_shared_from_this<session> {
       case endpoint::model_infer:
         if (!post) return write(not_allowed());
         return infer(route, std::move(req), std::move(big));
+      case endpoint::repository_index:
+        if (!post) return write(not_allowed());
+        return repository_index(req);
+      case endpoint::repository_load:
+      case endpoint::repository_unload:
+        if (!post) return write(not_allowed());
+        return repository_control(route, std::move(req));
       case endpoint::model_generate:
       case endpoint::model_generate_stream:
       case endpoint::system_shm:
       case endpoint::cuda_shm:
-      case endpoint::repository_index:
-      case endpoint::repository_load:
-      case endpoint::repository_unload:
         return write(error_reply(501, "this endpoint is not implemented by inferwire-server yet"));
       case endpoint::not_found:
         break;
@@ -502,6 +506,62 @@ class session : public std::enable_shared_from_this<session> {
     cur.log_verbose_level = l.verbose.load();
     cur.log_format = l.format == log_format::iso8601 ? "ISO8601" : "default";
     return json_reply(boost::json::serialize(boost::json::value_from(cur)));
+  }
+
+  // --- model repository ----------------------------------------------------------------------
+
+  void repository_index(const bhttp::request<bhttp::string_body>& req) {
+    if (s_.exiting) return write(error_reply(503, "Server not ready"));
+    v2::repository_index_request q;
+    if (!req.body().empty())
+      if (auto st = parse_body_as(req.body(), q)) return write(error_reply(st));
+    boost::json::array out;
+    for (const auto& e : s_.repository.index(q.ready.value_or(false)))
+      out.push_back(boost::json::value_from(e));
+    write(json_reply(boost::json::serialize(out)));
+  }
+
+  // Load and unload run on the execution pool: they are synchronous for the client (the reply
+  // comes when they finished) but never hold an I/O thread.
+  void repository_control(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req) {
+    if (!r.repository.empty())
+      return write(error_reply(501, "'repository_name' specification is not supported"));
+    if (s_.exiting) return write(error_reply(503, "Server not ready"));
+    if (req.body().size() > s_.opts.http_max_input_size)
+      return write(error_reply(400, "request JSON size of " + std::to_string(req.body().size()) +
+                                        " bytes exceeds the maximum allowed input size of " +
+                                        std::to_string(s_.opts.http_max_input_size) +
+                                        " bytes. Use --http-max-input-size to increase the limit."));
+    auto shared = std::make_shared<bhttp::request<bhttp::string_body>>(std::move(req));
+    const bool load = r.kind == endpoint::repository_load;
+    executing_ = true;
+    net::post(s_.execution, [self = shared_from_this(), shared, load, model = std::string(r.model)] {
+      status st;
+      if (load) {
+        v2::repository_load_request q;
+        if (!shared->body().empty()) st = self->parse_body_as(shared->body(), q);
+        if (!st) st = self->s_.repository.load(model, q);
+      } else {
+        // As upstream: a malformed unload_dependents is ignored (unload without dependents).
+        v2::repository_unload_request q;
+        if (!shared->body().empty()) {
+          boost::json::value jv = v2::parse_json(shared->body(), st);
+          if (!st) {
+            try {
+              q = boost::json::value_to<v2::repository_unload_request>(jv);
+            } catch (const std::exception&) {
+              q = {};
+            }
+          }
+        }
+        if (!st) st = self->s_.repository.unload(model, q.unload_dependents);
+      }
+      reply rep = st ? error_reply(st) : empty_reply(200);
+      net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
+        self->executing_ = false;
+        self->write(std::move(rep));
+      });
+    });
   }
 
   // --- infer ---------------------------------------------------------------------------------

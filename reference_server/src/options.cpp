@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 namespace inferwire::server {
@@ -24,6 +25,9 @@ int parse_options(int argc, char** argv, options& o) {
        "none, poll or explicit")
       ("load-model", po::value(&o.load_models)->composing(),
        "model to load at startup in explicit mode (repeatable; * for all)")
+      ("repository-poll-secs",
+       po::value(&o.repository_poll_secs)->default_value(o.repository_poll_secs),
+       "poll mode: seconds between repository scans")
       ("http-address", po::value(&o.http_address)->default_value(o.http_address),
        "address the HTTP and metrics endpoints bind to")
       ("http-port", po::value(&o.http_port)->default_value(o.http_port),
@@ -81,9 +85,11 @@ int parse_options(int argc, char** argv, options& o) {
   if (o.model_control_mode != "none" && o.model_control_mode != "poll" &&
       o.model_control_mode != "explicit")
     return bad("unexpected value for --model-control-mode: " + o.model_control_mode);
-  if (o.model_control_mode != "none")
-    return bad("--model-control-mode=" + o.model_control_mode +
-               " is not supported yet; this server loads every model at startup (none)");
+  if (std::find(o.load_models.begin(), o.load_models.end(), "*") != o.load_models.end() &&
+      o.load_models.size() > 1)
+    return bad("Wildcard model name '*' must be the ONLY startup model if specified at all.");
+  if (o.model_control_mode == "poll" && o.repository_poll_secs == 0)
+    return bad("--repository-poll-secs must be greater than 0 in poll mode");
   if (o.log_format != "default" && o.log_format != "ISO8601")
     return bad("invalid argument for --log-format, got: " + o.log_format);
   for (int p : {o.http_port, o.grpc_port, o.metrics_port})

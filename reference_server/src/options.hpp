@@ -11,6 +11,7 @@ struct options {
   std::vector<std::string> model_repositories;
   std::string model_control_mode = "none";
   std::vector<std::string> load_models;
+  unsigned repository_poll_secs = 15;
   std::string http_address = "0.0.0.0";
   int http_port = 8000;
   int grpc_port = 8001;

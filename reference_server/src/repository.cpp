@@ -3,6 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 namespace inferwire::server {
 
@@ -169,9 +176,13 @@ status parse_version(std::string_view s, std::int64_t& out) {
 
 // --- repository ----------------------------------------------------------------------------
 
-model_repository::model_repository(std::vector<fs::path> roots) : roots_(std::move(roots)) {}
+model_repository::model_repository(std::vector<fs::path> roots, control_mode mode, log_fn log)
+    : roots_(std::move(roots)), mode_(mode), log_(std::move(log)) {}
+
+model_repository::~model_repository() { stop_polling(); }
 
 namespace {
+
 bool version_dir_name(const std::string& n, std::int64_t& v) {
   if (n.empty() || n[0] == '0') return false;
   for (char c : n)
@@ -180,102 +191,501 @@ bool version_dir_name(const std::string& n, std::int64_t& v) {
   (void)p;
   return ec == std::errc{};
 }
-}  // namespace
 
-void model_repository::load_model(model_entry& e) {
-  auto config = std::make_shared<model_config>();
-  if (auto st = load_model_config(e.dir, e.name, *config)) {
-    e.error = st.message();
-    return;
-  }
+std::vector<std::int64_t> version_folders(const fs::path& dir) {
   std::vector<std::int64_t> found;
   std::error_code ec;
-  for (const auto& d : fs::directory_iterator(e.dir, ec)) {
+  for (const auto& d : fs::directory_iterator(dir, ec)) {
     std::int64_t v = 0;
     if (d.is_directory(ec) && version_dir_name(d.path().filename().string(), v)) found.push_back(v);
   }
   std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::vector<std::int64_t> apply_policy(const inference::ModelVersionPolicy& policy,
+                                       const std::vector<std::int64_t>& found) {
   std::vector<std::int64_t> chosen;
-  const auto& policy = config->proto.version_policy();
   if (policy.has_all()) {
     chosen = found;
   } else if (policy.has_specific()) {
     for (auto v : policy.specific().versions())
       if (std::binary_search(found.begin(), found.end(), v)) chosen.push_back(v);
     std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   } else {
     std::size_t n = policy.has_latest() ? policy.latest().num_versions() : 1;
     std::size_t first = found.size() > n ? found.size() - n : 0;
     chosen.assign(found.begin() + static_cast<std::ptrdiff_t>(first), found.end());
   }
-  if (chosen.empty()) {
-    e.error = "failed to load '" + e.name + "', no version is available";
-    return;
+  return chosen;
+}
+
+// What decides "changed" for a reload: the effective configuration and every file of the
+// chosen version folders (name, size, modification time).
+std::string fingerprint(const model_config& c, const fs::path& dir,
+                        const std::vector<std::int64_t>& versions) {
+  std::string f = c.json;
+  std::error_code ec;
+  for (auto v : versions) {
+    f += "\n#" + std::to_string(v);
+    std::vector<std::string> files;
+    for (auto it = fs::recursive_directory_iterator(dir / std::to_string(v), ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code e2;
+      if (!it->is_regular_file(e2)) continue;
+      auto t = fs::last_write_time(it->path(), e2).time_since_epoch().count();
+      files.push_back(it->path().string() + ":" + std::to_string(it->file_size(e2)) + ":" +
+                      std::to_string(t));
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& x : files) f += "\n" + x;
   }
+  return f;
+}
+
+}  // namespace
+
+model_repository::located model_repository::locate(const std::string& name) const {
+  located l;
+  for (const auto& root : roots_) {
+    std::error_code ec;
+    fs::path p = root / name;
+    if (fs::is_directory(p, ec)) {
+      if (l.count == 0) l.dir = p;
+      ++l.count;
+    }
+  }
+  return l;
+}
+
+std::vector<std::string> model_repository::scan_names() const {
+  std::set<std::string> names;
+  for (const auto& root : roots_) {
+    std::error_code ec;
+    for (const auto& d : fs::directory_iterator(root, ec)) {
+      std::error_code e2;
+      if (d.is_directory(e2)) names.insert(d.path().filename().string());
+    }
+    if (ec) log_(true, "failed to read model repository '" + root.string() + "': " + ec.message());
+  }
+  return {names.begin(), names.end()};
+}
+
+// Waits (bounded) until no request holds the old versions any more.
+void model_repository::drain(std::vector<std::shared_ptr<model_version>> old) {
+  std::vector<std::weak_ptr<model_version>> weak(old.begin(), old.end());
+  old.clear();
+  const auto deadline = clock::now() + std::chrono::seconds(60);
+  for (const auto& w : weak)
+    while (!w.expired() && clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+status model_repository::load_locked(const std::string& name,
+                                     const std::optional<std::string>& config_override,
+                                     const fs::path& files_dir, bool as_dependency) {
+  const std::string poll_failed = "failed to load '" + name + "', failed to poll from model repository";
+  fs::path dir = files_dir;
+  if (dir.empty()) {
+    located l = locate(name);
+    if (l.count == 0) return {errc::internal, poll_failed};
+    if (l.count > 1) {
+      std::unique_lock lock(mu_);
+      auto& e = models_[name];
+      e.name = name;
+      e.error = "model appears in two or more repositories";
+      return {errc::invalid_arg, "failed to load '" + name + "', " + e.error};
+    }
+    dir = l.dir;
+  }
+
+  // Configuration: the override, or config.pbtxt.
+  auto config = std::make_shared<model_config>();
+  status st;
+  if (config_override) {
+    inference::ModelConfig proto;
+    google::protobuf::util::JsonParseOptions opts;
+    auto ps = google::protobuf::util::JsonStringToMessage(*config_override, &proto, opts);
+    if (!ps.ok())
+      st = {errc::invalid_arg, "failed to load '" + name + "', Invalid config override: " +
+                                   std::string(ps.message())};
+    else
+      st = finalize_config(std::move(proto), name, dir, *config);
+  } else {
+    st = load_model_config(dir, name, *config);
+  }
+  if (!st && config->proto.platform() == "ensemble" &&
+      config->proto.ensemble_scheduling().step_size() == 0)
+    st = {errc::invalid_arg, "ensemble '" + name + "' must have at least one step"};
+  if (!st && config->proto.platform() != "ensemble" && config->backend.empty())
+    st = {errc::invalid_arg, "model '" + name + "' names no backend"};
+  const auto found = st ? std::vector<std::int64_t>{} : version_folders(dir);
+  const auto chosen = st ? std::vector<std::int64_t>{} : apply_policy(config->proto.version_policy(), found);
+  if (!st && chosen.empty()) st = {errc::internal, "failed to load '" + name + "', no version is available"};
+  if (st) {
+    std::unique_lock lock(mu_);
+    auto& e = models_[name];
+    e.name = name;
+    if (e.versions.empty()) e.error = st.message();
+    if (!st.message().starts_with("failed to load"))
+      st = {st.code(), "failed to load '" + name + "', " + st.message()};
+    return st;
+  }
+
+  const std::string fp = fingerprint(*config, dir, chosen);
+  {
+    std::shared_lock lock(mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && !config_override && files_dir.empty() && it->second.fingerprint == fp) {
+      bool all_live = !it->second.versions.empty();
+      for (const auto& v : it->second.versions)
+        if (std::binary_search(chosen.begin(), chosen.end(), v.version) && !v.live) all_live = false;
+      if (all_live) return {};  // unchanged: a load is a no-op
+    }
+  }
+
+  // Ensembles: their composing models first, as dependencies.
+  std::vector<std::string> deps;
+  std::string dep_error;
+  if (config->proto.platform() == "ensemble") {
+    for (const auto& step : config->proto.ensemble_scheduling().step()) {
+      if (std::find(deps.begin(), deps.end(), step.model_name()) != deps.end()) continue;
+      deps.push_back(step.model_name());
+      if (step.model_name() == name) {
+        dep_error = "ensemble '" + name + "' cannot use itself as a step";
+        break;
+      }
+      status fs_;
+      if (find(step.model_name(), "", fs_)) continue;
+      if (auto ds = load_locked(step.model_name(), std::nullopt, {}, true)) {
+        dep_error = "composing model '" + step.model_name() + "' failed to load: " + ds.message();
+        break;
+      }
+    }
+  }
+
+  std::vector<version_record> fresh;
   for (auto v : chosen) {
     auto mv = std::make_shared<model_version>();
-    mv->name = e.name;
+    mv->name = name;
     mv->version = v;
     mv->config = config;
     std::size_t instances = 0;
     for (const auto& g : config->proto.instance_group())
       instances += static_cast<std::size_t>(std::max(1, g.count()));
-    mv->instances.configure(instances, config->proto.dynamic_batching().default_queue_policy().max_queue_size());
-    status st;
-    mv->impl = make_backend(*config, st);
-    if (st) {
-      mv->state = model_state::unavailable;
-      mv->reason = st.message();
+    mv->instances.configure(instances,
+                            config->proto.dynamic_batching().default_queue_policy().max_queue_size());
+    status bs;
+    if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
+    else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this);
+    else mv->impl = make_backend(*config, bs);
+    version_record r;
+    r.version = v;
+    if (bs) {
+      r.state = model_state::unavailable;
+      r.reason = bs.message();
     } else {
-      mv->state = model_state::ready;
+      r.state = model_state::ready;
+      r.live = std::move(mv);
     }
-    e.versions.push_back(std::move(mv));
+    fresh.push_back(std::move(r));
+  }
+
+  // Swap: new versions serve at once; versions that leave drain, then read as unloaded.
+  std::vector<std::shared_ptr<model_version>> leaving;
+  std::vector<std::int64_t> leaving_numbers;
+  {
+    std::unique_lock lock(mu_);
+    auto& e = models_[name];
+    e.name = name;
+    e.error.clear();
+    e.fingerprint = fp;
+    e.from_files = !files_dir.empty();
+    e.as_dependency = as_dependency && (e.versions.empty() || e.as_dependency);
+    e.dependencies = deps;
+    for (auto& old : e.versions) {
+      if (old.live) leaving.push_back(old.live);
+      bool kept = std::any_of(fresh.begin(), fresh.end(),
+                              [&](const version_record& r) { return r.version == old.version; });
+      if (!kept) {
+        old.state = old.live ? model_state::unloading : old.state;
+        old.live.reset();
+        if (old.state == model_state::unloading) leaving_numbers.push_back(old.version);
+        fresh.push_back(std::move(old));
+      }
+    }
+    std::sort(fresh.begin(), fresh.end(),
+              [](const version_record& a, const version_record& b) { return a.version < b.version; });
+    e.versions = std::move(fresh);
+  }
+  drain(std::move(leaving));
+  {
+    std::unique_lock lock(mu_);
+    auto& e = models_[name];
+    for (auto& r : e.versions)
+      if (std::find(leaving_numbers.begin(), leaving_numbers.end(), r.version) != leaving_numbers.end() &&
+          r.state == model_state::unloading) {
+        r.state = model_state::unavailable;
+        r.reason = "unloaded";
+      }
+  }
+
+  std::string failures;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& r : models_[name].versions)
+      if (std::binary_search(chosen.begin(), chosen.end(), r.version) && r.state != model_state::ready) {
+        failures += "load failed for model '" + name + "': version " + std::to_string(r.version) +
+                    " is at UNAVAILABLE state: " + r.reason + ";\n";
+        log_(true, "failed to load '" + name + "' version " + std::to_string(r.version) + ": " + r.reason);
+      } else if (std::binary_search(chosen.begin(), chosen.end(), r.version)) {
+        log_(false, "successfully loaded '" + name + "' version " + std::to_string(r.version));
+      }
+  }
+  if (!failures.empty()) return {errc::invalid_arg, failures};
+  return {};
+}
+
+status model_repository::unload_locked(const std::string& name, bool unload_dependents) {
+  std::vector<std::shared_ptr<model_version>> leaving;
+  std::vector<std::string> deps;
+  {
+    std::unique_lock lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return {};  // unknown: a no-op success
+    for (auto& r : it->second.versions)
+      if (r.live) {
+        leaving.push_back(std::move(r.live));
+        r.state = model_state::unloading;
+      }
+    deps = it->second.dependencies;
+  }
+  drain(std::move(leaving));
+  {
+    std::unique_lock lock(mu_);
+    auto& e = models_[name];
+    for (auto& r : e.versions)
+      if (r.state == model_state::unloading) {
+        r.state = model_state::unavailable;
+        r.reason = "unloaded";
+      }
+    e.fingerprint.clear();
+  }
+  log_(false, "successfully unloaded '" + name + "'");
+  if (unload_dependents) {
+    for (const auto& d : deps) {
+      bool still_needed = false;
+      bool was_dependency = false;
+      {
+        std::shared_lock lock(mu_);
+        auto it = models_.find(d);
+        if (it == models_.end()) continue;
+        was_dependency = it->second.as_dependency;
+        for (const auto& [other, e] : models_) {
+          if (other == name) continue;
+          bool loaded = std::any_of(e.versions.begin(), e.versions.end(),
+                                    [](const version_record& r) { return r.live != nullptr; });
+          if (loaded && std::find(e.dependencies.begin(), e.dependencies.end(), d) != e.dependencies.end())
+            still_needed = true;
+        }
+      }
+      if (was_dependency && !still_needed) unload_locked(d, true);
+    }
+  }
+  std::string still;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& r : models_[name].versions)
+      if (r.state == model_state::ready) still += (still.empty() ? "" : ",") + std::to_string(r.version);
+  }
+  if (!still.empty())
+    return {errc::internal, "failed to unload '" + name + "', versions that are still available: " + still};
+  return {};
+}
+
+namespace {
+status check_model_name(std::string_view name) {
+  bool blank = std::all_of(name.begin(), name.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  if (blank) return {errc::invalid_arg, "Model name cannot be empty. Please enter a valid name to deploy."};
+  if (name.find('/') != std::string_view::npos || name.find("..") != std::string_view::npos ||
+      name.find('\\') != std::string_view::npos)
+    return {errc::invalid_arg, "invalid model name '" + std::string(name) +
+                                   "', model name must not contain path traversal characters"};
+  return {};
+}
+
+// Writes the `file:` parameters into a fresh private folder. Every path must stay inside it.
+status write_override_files(const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& files,
+                            fs::path& out) {
+  const status poll_failed{errc::internal,
+                           "failed to load '" + name + "', failed to poll from model repository"};
+  char tmpl[] = "/tmp/inferwire-model-XXXXXX";
+  if (!::mkdtemp(tmpl)) return poll_failed;
+  fs::path root = fs::path(tmpl) / name;
+  std::error_code ec;
+  fs::create_directory(root, ec);
+  if (ec) return poll_failed;
+  out = root;
+  for (const auto& [rel, contents] : files) {
+    fs::path p(rel);
+    bool bad = rel.empty() || p.is_absolute() || rel.find('\0') != std::string::npos;
+    for (const auto& part : p) {
+      std::string s = part.string();
+      if (s == ".." || s == "." || s.empty() || s.size() > 255) bad = true;
+    }
+    if (bad)
+      return {errc::invalid_arg, "failed to load '" + name + "', invalid file path '" + rel +
+                                     "': paths must stay inside the model folder"};
+    fs::path target = root / p.lexically_normal();
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return poll_failed;
+    // O_NOFOLLOW|O_EXCL: never write through a link, never overwrite.
+    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return poll_failed;
+    std::size_t done = 0;
+    while (done < contents.size()) {
+      ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    if (done != contents.size()) return poll_failed;
+  }
+  return {};
+}
+}  // namespace
+
+status model_repository::load(std::string_view name_view, const v2::repository_load_request& req) {
+  if (mode_ != control_mode::explicit_)
+    return {errc::unavailable, "explicit model load / unload is not allowed if polling is enabled"};
+  if (auto st = check_model_name(name_view)) return st;
+  const std::string name(name_view);
+  std::lock_guard control(control_mu_);
+  fs::path files_dir;
+  if (!req.files.empty()) {
+    if (!req.config)
+      return {errc::internal, "failed to load '" + name + "', failed to poll from model repository"};
+    status st = write_override_files(name, req.files, files_dir);
+    if (st) {
+      std::error_code ec;
+      if (!files_dir.empty()) fs::remove_all(files_dir.parent_path(), ec);
+      return st;
+    }
+  }
+  status st = load_locked(name, req.config, files_dir, false);
+  if (!files_dir.empty()) {
+    // Built-in backends read nothing from the model folder after loading.
+    std::error_code ec;
+    fs::remove_all(files_dir.parent_path(), ec);
+  }
+  return st;
+}
+
+status model_repository::unload(std::string_view name, bool unload_dependents) {
+  if (mode_ != control_mode::explicit_)
+    return {errc::unavailable, "explicit model load / unload is not allowed if polling is enabled"};
+  if (auto st = check_model_name(name)) return st;
+  std::lock_guard control(control_mu_);
+  return unload_locked(std::string(name), unload_dependents);
+}
+
+bool model_repository::startup(const std::vector<std::string>& load_models) {
+  std::lock_guard control(control_mu_);
+  std::vector<std::string> names;
+  if (mode_ != control_mode::explicit_ ||
+      (load_models.size() == 1 && load_models.front() == "*"))
+    names = scan_names();
+  else
+    names = load_models;
+  bool ok = true;
+  for (const auto& n : names) {
+    if (auto st = load_locked(n, std::nullopt, {}, false)) {
+      log_(true, st.message());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void model_repository::poll() {
+  std::lock_guard control(control_mu_);
+  const auto names = scan_names();
+  for (const auto& n : names)
+    if (auto st = load_locked(n, std::nullopt, {}, false)) log_(true, st.message());
+  std::vector<std::string> gone;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [n, e] : models_)
+      if (!e.from_files && !std::binary_search(names.begin(), names.end(), n)) gone.push_back(n);
+  }
+  for (const auto& n : gone) {
+    bool loaded = false;
+    {
+      std::shared_lock lock(mu_);
+      for (const auto& r : models_[n].versions) loaded |= r.live != nullptr;
+    }
+    if (loaded) unload_locked(n, false);
   }
 }
 
-bool model_repository::load_all(const std::function<void(bool, const std::string&)>& log) {
-  std::map<std::string, model_entry, std::less<>> models;
+void model_repository::start_polling(unsigned seconds) {
+  poller_ = std::thread([this, seconds] {
+    std::unique_lock lock(poll_mu_);
+    while (!poll_cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return stop_poll_; })) {
+      lock.unlock();
+      poll();
+      lock.lock();
+    }
+  });
+}
+
+void model_repository::stop_polling() {
+  {
+    std::lock_guard lock(poll_mu_);
+    stop_poll_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+}
+
+std::vector<v2::repository_index_entry> model_repository::index(bool ready_only) const {
+  std::vector<v2::repository_index_entry> out;
+  std::set<std::string> names;
+  std::map<std::string, int> seen;
   for (const auto& root : roots_) {
     std::error_code ec;
     for (const auto& d : fs::directory_iterator(root, ec)) {
-      if (!d.is_directory(ec)) continue;
-      std::string name = d.path().filename().string();
-      auto [it, inserted] = models.try_emplace(name);
-      if (!inserted) {
-        it->second.duplicate = true;
-        continue;
-      }
-      it->second.name = name;
-      it->second.dir = d.path();
+      std::error_code e2;
+      if (!d.is_directory(e2)) continue;
+      auto n = d.path().filename().string();
+      names.insert(n);
+      ++seen[n];
     }
-    if (ec) log(true, "failed to read model repository '" + root.string() + "': " + ec.message());
   }
-  bool ok = true;
-  for (auto& [name, e] : models) {
-    if (e.duplicate) {
-      e.error = "model appears in two or more repositories";
-      log(true, "failed to load '" + name + "': " + e.error);
-      ok = false;
+  std::shared_lock lock(mu_);
+  for (const auto& [n, e] : models_) names.insert(n);
+  for (const auto& n : names) {
+    auto it = models_.find(n);
+    if (seen[n] > 1 && (it == models_.end() || !it->second.from_files)) {
+      if (!ready_only) out.push_back({n, "", "UNAVAILABLE", "model appears in two or more repositories"});
       continue;
     }
-    load_model(e);
-    if (!e.error.empty()) {
-      log(true, "failed to load '" + name + "': " + e.error);
-      ok = false;
+    if (it == models_.end() || (it->second.versions.empty() && it->second.error.empty())) {
+      if (!ready_only) out.push_back({n, "", "", ""});
+      continue;
     }
-    for (const auto& v : e.versions) {
-      if (v->state == model_state::ready) {
-        log(false, "successfully loaded '" + name + "' version " + std::to_string(v->version));
-      } else {
-        log(true, "failed to load '" + name + "' version " + std::to_string(v->version) + ": " +
-                      v->reason);
-        ok = false;
-      }
+    if (it->second.versions.empty()) {
+      if (!ready_only) out.push_back({n, "", "UNAVAILABLE", it->second.error});
+      continue;
+    }
+    for (const auto& r : it->second.versions) {
+      if (ready_only && r.state != model_state::ready) continue;
+      out.push_back({n, std::to_string(r.version), std::string(state_name(r.state)), r.reason});
     }
   }
-  std::unique_lock lock(mu_);
-  models_ = std::move(models);
-  return ok;
+  return out;
 }
 
 std::shared_ptr<model_version> model_repository::find(std::string_view name,
@@ -293,13 +703,13 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
   const auto& versions = it->second.versions;
   if (version == -1) {
     for (auto v = versions.rbegin(); v != versions.rend(); ++v)
-      if ((*v)->state == model_state::ready) return *v;
+      if (v->state == model_state::ready && v->live) return v->live;
     st = {errc::not_found, prefix() + " has no available versions"};
     return nullptr;
   }
   for (const auto& v : versions) {
-    if (v->version != version) continue;
-    if (v->state == model_state::ready) return v;
+    if (v.version != version) continue;
+    if (v.state == model_state::ready && v.live) return v.live;
     st = {errc::unavailable, prefix() + " version " + std::to_string(version) + " is not at ready state"};
     return nullptr;
   }
@@ -317,7 +727,7 @@ std::vector<std::shared_ptr<model_version>> model_repository::ready_versions() c
   std::vector<std::shared_ptr<model_version>> out;
   for (const auto& [name, e] : models_)
     for (const auto& v : e.versions)
-      if (v->state == model_state::ready) out.push_back(v);
+      if (v.state == model_state::ready && v.live) out.push_back(v.live);
   return out;
 }
 
@@ -327,15 +737,15 @@ std::vector<std::shared_ptr<model_version>> model_repository::stats_versions(
   if ((st = parse_version(version_text, version))) return {};
   std::shared_lock lock(mu_);
   std::vector<std::shared_ptr<model_version>> out;
+  bool any_ready = false;
   auto it = models_.find(name);
   if (it != models_.end())
-    for (const auto& v : it->second.versions)
-      if (v->state == model_state::ready && (version == -1 || v->version == version))
-        out.push_back(v);
+    for (const auto& v : it->second.versions) {
+      if (v.state != model_state::ready || !v.live) continue;
+      any_ready = true;
+      if (version == -1 || v.version == version) out.push_back(v.live);
+    }
   if (out.empty()) {
-    bool any_ready = false;
-    if (it != models_.end())
-      for (const auto& v : it->second.versions) any_ready |= v->state == model_state::ready;
     if (version == -1 || !any_ready)
       st = {errc::invalid_arg, "requested model '" + std::string(name) + "' is not available"};
     else
@@ -350,8 +760,8 @@ bool model_repository::all_ready() const {
   for (const auto& [name, e] : models_) {
     if (e.versions.empty()) return false;
     for (const auto& v : e.versions)
-      if (v->state != model_state::ready &&
-          !(v->state == model_state::unavailable && v->reason == "unloaded"))
+      if (v.state != model_state::ready &&
+          !(v.state == model_state::unavailable && v.reason == "unloaded"))
         return false;
   }
   return true;
@@ -363,7 +773,7 @@ std::vector<std::int64_t> model_repository::ready_version_numbers(std::string_vi
   auto it = models_.find(name);
   if (it == models_.end()) return out;
   for (const auto& v : it->second.versions)
-    if (v->state == model_state::ready) out.push_back(v->version);
+    if (v.state == model_state::ready && v.live) out.push_back(v.version);
   return out;
 }
 

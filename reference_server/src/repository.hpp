@@ -9,6 +9,9 @@
 #include <inferwire/v2/types.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <optional>
+#include <thread>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -116,13 +119,38 @@ struct model_version {
 /// Parses a version string as Triton does (empty = -1, std::stol rules, negatives refused).
 status parse_version(std::string_view s, std::int64_t& out);
 
+enum class control_mode { none, poll, explicit_ };
+
+class model_repository;
+/// The backend of `platform: "ensemble"` models: runs the steps over the repository's models.
+std::unique_ptr<backend> make_ensemble_backend(const model_repository& repo);
+
+/// The models of one or more repositories on disk and their lifecycle (v2-protocol §6).
+/// Lookups take a shared lock and hand out shared_ptrs, so an unload or reload never fails a
+/// request already holding its version; control operations (load, unload, poll) are
+/// serialised among themselves and never block inference.
 class model_repository {
  public:
-  explicit model_repository(std::vector<std::filesystem::path> roots);
+  using log_fn = std::function<void(bool error, const std::string&)>;
+  model_repository(std::vector<std::filesystem::path> roots, control_mode mode, log_fn log);
+  ~model_repository();
 
-  /// Scans the repositories and loads every model (control mode `none`). Logs through `log`.
-  /// Returns false when some model failed to load.
-  bool load_all(const std::function<void(bool error, const std::string&)>& log);
+  /// Startup loading: every model (none, poll) or the `--load-model` names (explicit; `*` =
+  /// all). Returns false when some model failed to load.
+  bool startup(const std::vector<std::string>& load_models);
+
+  /// Explicit-mode load (§6.4) with an optional config override and `file:` contents.
+  status load(std::string_view name, const v2::repository_load_request& request);
+  /// Explicit-mode unload (§6.4); with `unload_dependents`, composing models loaded for an
+  /// ensemble go too.
+  status unload(std::string_view name, bool unload_dependents);
+  /// The repository index (§6.3), sorted by name.
+  std::vector<v2::repository_index_entry> index(bool ready_only) const;
+  /// Poll mode: rescans the repositories and loads, reloads or unloads what changed.
+  void poll();
+  /// Starts (poll mode) the thread that calls poll() every `seconds`.
+  void start_polling(unsigned seconds);
+  void stop_polling();
 
   /// The version a request names (§1.3): empty version = the highest READY one.
   std::shared_ptr<model_version> find(std::string_view name, std::string_view version,
@@ -136,24 +164,53 @@ class model_repository {
   std::vector<std::shared_ptr<model_version>> stats_versions(std::string_view name,
                                                               std::string_view version,
                                                               status& st) const;
-  /// Strict readiness: every known model has a version and each is READY (or unloaded).
+  /// Strict readiness: every model the server tried to load has a version and each is
+  /// READY (or unloaded).
   bool all_ready() const;
   /// Version numbers of the READY versions of `name`, ascending.
   std::vector<std::int64_t> ready_version_numbers(std::string_view name) const;
 
+  control_mode mode() const noexcept { return mode_; }
+
  private:
+  struct version_record {
+    std::int64_t version = 0;
+    model_state state = model_state::unknown;
+    std::string reason;
+    std::shared_ptr<model_version> live;  ///< null once unloaded
+  };
   struct model_entry {
     std::string name;
-    std::filesystem::path dir;
-    bool duplicate = false;
-    std::string error;  ///< load error that left no version behind
-    std::vector<std::shared_ptr<model_version>> versions;  ///< ascending
+    std::vector<version_record> versions;  ///< ascending
+    std::string error;                     ///< a failure that left no version behind
+    std::string fingerprint;               ///< config + version folders, for reload decisions
+    bool from_files = false;               ///< loaded from `file:` parameters
+    bool as_dependency = false;            ///< loaded only because an ensemble needs it
+    std::vector<std::string> dependencies; ///< composing models (ensembles)
   };
-  void load_model(model_entry& e);
+  struct located {
+    std::filesystem::path dir;
+    int count = 0;
+  };
+
+  located locate(const std::string& name) const;
+  std::vector<std::string> scan_names() const;
+  status load_locked(const std::string& name, const std::optional<std::string>& config_override,
+                     const std::filesystem::path& files_dir, bool as_dependency);
+  status unload_locked(const std::string& name, bool unload_dependents);
+  void drain(std::vector<std::shared_ptr<model_version>> old);
 
   std::vector<std::filesystem::path> roots_;
+  control_mode mode_;
+  log_fn log_;
+  std::mutex control_mu_;  ///< serialises load/unload/poll
   mutable std::shared_mutex mu_;
   std::map<std::string, model_entry, std::less<>> models_;
+
+  std::thread poller_;
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool stop_poll_ = false;
 };
 
 }  // namespace inferwire::server

@@ -13,8 +13,10 @@ namespace inferwire::server {
 
 std::vector<std::string> server_extensions() {
   // v2-protocol §3 order, restricted to what this server implements today.
-  return {"classification", "sequence",   "model_configuration", "binary_tensor_data",
-          "parameters",     "statistics", "trace",               "logging"};
+  return {"classification",      "sequence",           "model_repository",
+          "model_repository(unload_dependents)", "model_configuration", "binary_tensor_data",
+          "parameters",          "statistics",         "trace",
+          "logging"};
 }
 
 namespace {
@@ -27,11 +29,13 @@ unsigned default_threads(unsigned requested, unsigned per_core, unsigned minimum
 
 server_state::server_state(options o)
     : opts(std::move(o)),
-      repository([&] {
-        std::vector<std::filesystem::path> roots(opts.model_repositories.begin(),
-                                                 opts.model_repositories.end());
-        return roots;
-      }()),
+      repository(
+          std::vector<std::filesystem::path>(opts.model_repositories.begin(),
+                                             opts.model_repositories.end()),
+          opts.model_control_mode == "explicit" ? control_mode::explicit_
+          : opts.model_control_mode == "poll"   ? control_mode::poll
+                                                : control_mode::none,
+          [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); }),
       execution(default_threads(opts.execution_thread_count, 2, 4)) {
   for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
     ios.push_back(std::make_unique<boost::asio::io_context>(1));

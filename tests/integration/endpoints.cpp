@@ -21,7 +21,8 @@ TEST_CASE("server metadata names triton and lists the implemented extensions", "
   CHECK(r.header("content-type") == "application/json");
   CHECK(r.body ==
         R"({"name":"triton","version":"0.1.0","extensions":["classification","sequence",)"
-        R"("model_configuration","binary_tensor_data","parameters","statistics","trace","logging"]})");
+        R"x("model_repository","model_repository(unload_dependents)","model_configuration",)x"
+        R"("binary_tensor_data","parameters","statistics","trace","logging"]})");
 }
 
 TEST_CASE("routing: 404 and 405 replies", "[endpoints]") {
@@ -124,9 +125,7 @@ TEST_CASE("model config is printed as Triton prints it", "[endpoints]") {
 }
 
 TEST_CASE("endpoints of later features answer 501 for now", "[endpoints]") {
-  auto r = post("/v2/repository/index", "");
-  CHECK(r.status == 501);
-  r = post("/v2/systemsharedmemory/unregister", "");
+  auto r = post("/v2/systemsharedmemory/unregister", "");
   CHECK(r.status == 501);
   r = post("/v2/models/simple/generate", "{}");
   CHECK(r.status == 501);

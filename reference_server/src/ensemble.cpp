@@ -1,0 +1,118 @@
+// Ensembles (platform "ensemble"): the steps of ensemble_scheduling run over the repository's
+// models, in dataflow order, passing tensors by name through input_map/output_map.
+#include "inference.hpp"
+
+#include <deque>
+#include <map>
+
+namespace inferwire::server {
+
+namespace {
+
+class ensemble_backend final : public backend {
+ public:
+  explicit ensemble_backend(const model_repository& repo) : repo_(repo) {}
+
+  status execute(execution& e) override {
+    const auto& steps = e.config.proto.ensemble_scheduling().step();
+    // Tensors by ensemble name; data are views into the request or into earlier steps'
+    // responses, which live in `responses` until the end of this call.
+    std::map<std::string, v2::infer_input, std::less<>> tensors;
+    for (const auto& in : e.inputs) {
+      v2::infer_input t;
+      t.name = in.name;
+      t.datatype = in.datatype;
+      t.shape = in.shape;
+      t.data = v2::tensor_data::view(in.data.bytes());
+      tensors.emplace(in.name, std::move(t));
+    }
+    std::deque<v2::infer_request> requests;
+    std::deque<v2::infer_response> responses;
+    std::vector<bool> done(static_cast<std::size_t>(steps.size()), false);
+    for (int remaining = steps.size(); remaining > 0;) {
+      bool progressed = false;
+      for (int i = 0; i < steps.size(); ++i) {
+        if (done[static_cast<std::size_t>(i)]) continue;
+        const auto& step = steps[i];
+        bool ready = true;
+        for (const auto& kv : step.input_map()) ready &= tensors.count(kv.second) != 0;
+        if (!ready) continue;
+        if (auto st = run_step(e, step, tensors, requests, responses)) return st;
+        done[static_cast<std::size_t>(i)] = true;
+        --remaining;
+        progressed = true;
+      }
+      if (!progressed)
+        return {errc::internal, "ensemble '" + e.config.name +
+                                    "' cannot run: a step needs a tensor no earlier step produces"};
+    }
+    for (const auto& out : e.config.outputs) {
+      auto it = tensors.find(out.name);
+      if (it == tensors.end())
+        return {errc::internal, "ensemble '" + e.config.name + "' produced no output '" + out.name + "'"};
+      v2::infer_output o;
+      o.name = out.name;
+      o.datatype = it->second.datatype;
+      o.shape = it->second.shape;
+      o.data = v2::tensor_data::own(std::string(it->second.data.str()));  // outlives the steps
+      e.outputs.push_back(std::move(o));
+    }
+    return {};
+  }
+
+ private:
+  status run_step(execution& e, const inference::ModelEnsembling::Step& step,
+                  std::map<std::string, v2::infer_input, std::less<>>& tensors,
+                  std::deque<v2::infer_request>& requests,
+                  std::deque<v2::infer_response>& responses) const {
+    status st;
+    const std::string version =
+        step.model_version() > 0 ? std::to_string(step.model_version()) : std::string();
+    auto model = repo_.find(step.model_name(), version, st);
+    if (!model) return st;
+    auto& req = requests.emplace_back();
+    req.id = "";
+    for (const auto& [model_input, tensor] : step.input_map()) {
+      const auto& src = tensors.at(tensor);
+      v2::infer_input in;
+      in.name = model_input;
+      in.datatype = src.datatype;
+      in.shape = src.shape;
+      in.data = v2::tensor_data::view(src.data.bytes());
+      req.inputs.push_back(std::move(in));
+    }
+    for (const auto& [model_output, tensor] : step.output_map()) {
+      v2::requested_output o;
+      o.name = model_output;
+      o.binary_data = true;
+      req.outputs.push_back(std::move(o));
+    }
+    std::int64_t batch = 1;
+    if (auto vs = validate_request(*model->config, req, batch)) return vs;
+    request_clock times{clock::now(), clock::now()};
+    auto& res = responses.emplace_back();
+    if (auto xs = execute_request(*model, req, batch, times, res)) return xs;
+    for (const auto& [model_output, tensor] : step.output_map()) {
+      const v2::infer_output* o = res.output(model_output);
+      if (!o) continue;
+      v2::infer_input t;
+      t.name = tensor;
+      t.datatype = o->datatype;
+      t.shape = o->shape;
+      t.data = v2::tensor_data::view(o->data.bytes());
+      tensors.insert_or_assign(tensor, std::move(t));
+    }
+    (void)e;
+    return {};
+  }
+
+  const model_repository& repo_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_ensemble_backend(const model_repository& repo) {
+  return std::make_unique<ensemble_backend>(repo);
+}
+
+}  // namespace inferwire::server
