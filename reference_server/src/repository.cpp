@@ -335,13 +335,18 @@ status model_repository::load_locked(const std::string& name,
 
   const std::string fp = fingerprint(*config, dir, chosen);
   {
-    std::shared_lock lock(mu_);
+    std::unique_lock lock(mu_);
     auto it = models_.find(name);
     if (it != models_.end() && !config_override && files_dir.empty() && it->second.fingerprint == fp) {
       bool all_live = !it->second.versions.empty();
       for (const auto& v : it->second.versions)
         if (std::binary_search(chosen.begin(), chosen.end(), v.version) && !v.live) all_live = false;
-      if (all_live) return {};  // unchanged: a load is a no-op
+      if (all_live) {
+        // Unchanged: a load is a no-op, except that an explicit load makes the model the
+        // user's own (no longer a dependency that unload_dependents may take away).
+        if (!as_dependency) it->second.as_dependency = false;
+        return {};
+      }
     }
   }
 

@@ -263,6 +263,13 @@ TEST_CASE("repository: ensembles load and unload their composing models", "[repo
                 R"({"parameters":{"unload_dependents":true}})").status == 200);
   CHECK(request(port, "GET", "/v2/models/simple/ready").status == 400);
   CHECK(request(port, "GET", "/v2/models/simple_ensemble/ready").status == 400);
+  // A dependency the user then loads explicitly becomes the user's own.
+  CHECK(request(port, "POST", "/v2/repository/models/simple_ensemble/load", "").status == 200);
+  CHECK(request(port, "POST", "/v2/repository/models/simple/load", "").status == 200);
+  CHECK(request(port, "POST", "/v2/repository/models/simple_ensemble/unload",
+                R"({"parameters":{"unload_dependents":true}})").status == 200);
+  CHECK(request(port, "GET", "/v2/models/simple/ready").status == 200);
+  CHECK(request(port, "POST", "/v2/repository/models/simple/unload", "").status == 200);
   // A model loaded explicitly is not a dependency to unload.
   CHECK(request(port, "POST", "/v2/repository/models/simple/load", "").status == 200);
   CHECK(request(port, "POST", "/v2/repository/models/simple_ensemble/load", "").status == 200);
@@ -380,4 +387,16 @@ TEST_CASE("repository: loads and unloads never fail inference elsewhere", "[repo
   b.join();
   CHECK(done > 30);
   CHECK(failures == 0);
+}
+
+TEST_CASE("repository: oversized load requests are refused cleanly", "[repository][security]") {
+  auto s = explicit_server({"--http-max-input-size", "4096"}, {bundled()});
+  const int port = s.http_port();
+  const std::string big = load_body("{}", {{"file:1/model.bin", std::string(8000, 'A')}});
+  auto r = request(port, "POST", "/v2/repository/models/simple/load", big);
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "request JSON size of " + std::to_string(big.size()) +
+                           " bytes exceeds the maximum allowed input size of 4096 bytes. Use "
+                           "--http-max-input-size to increase the limit.");
+  CHECK(request(port, "POST", "/v2/repository/models/simple/load", "").status == 200);
 }
