@@ -4,6 +4,7 @@
 
 #include <inferwire/http/compression.hpp>
 
+#include <random>
 #include <thread>
 
 using namespace iwtest;
@@ -292,4 +293,65 @@ TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[trans
   // The queued request's wait shows in the statistics.
   auto st = get("/v2/models/identity_queue/stats");
   CHECK(st.body.find(R"("queue":{"count":2,)") != std::string::npos);
+}
+
+TEST_CASE("randomised malformed requests never take the server down", "[transport][fuzz]") {
+  // Mutations of valid requests (truncations, byte flips, random headers and bodies) on many
+  // connections; afterwards the server must still answer correctly.
+  const int port = shared_server().http_port();
+  std::mt19937 rng(20261122);
+  const std::string header =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"parameters":{"binary_data_size":64}},)"
+      R"({"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":)" + json_array(iota16()) + "}]}";
+  const std::vector<std::string> seeds{
+      request_text("POST", "/v2/models/simple/infer", simple_json()),
+      request_text("POST", "/v2/models/simple/infer", header + std::string(64, '\1'),
+                   {{"Inference-Header-Content-Length", std::to_string(header.size())}}),
+      request_text("POST", "/v2/models/simple_string_dyna_sequence/infer",
+                   R"({"parameters":{"sequence_id":"7","sequence_start":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]})"),
+      request_text("POST", "/v2/trace/setting", R"({"trace_rate":"7"})"),
+      request_text("GET", "/v2/models/simple/config", ""),
+  };
+  int replies = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string msg = seeds[rng() % seeds.size()];
+    switch (rng() % 4) {
+      case 0: msg.resize(rng() % (msg.size() + 1)); break;                      // truncate
+      case 1:
+        for (int k = 0; k < 8; ++k) msg[rng() % msg.size()] = static_cast<char>(rng());  // flip
+        break;
+      case 2: {                                                                  // body bytes only
+        auto body = msg.find("\r\n\r\n");
+        if (body != std::string::npos)
+          for (std::size_t k = body + 4; k < msg.size(); ++k)
+            if (rng() % 5 == 0) msg[k] = static_cast<char>(rng());
+        break;
+      }
+      default: {                                                                 // random tail
+        std::string tail(rng() % 200, '\0');
+        for (auto& c : tail) c = static_cast<char>(rng());
+        msg += tail;
+      }
+    }
+    connection c(port);
+    try {
+      c.send(msg);
+      // Shut our side down so a waiting server sees the end; any reply (or none) is fine.
+      boost::system::error_code ec;
+      c.socket().shutdown(tcp::socket::shutdown_send, ec);
+      auto r = c.read();
+      if (r) {
+        CHECK(r->status >= 200);
+        ++replies;
+      }
+    } catch (const std::exception&) {
+      // The server may reset a connection it refused; that is an acceptable answer.
+    }
+  }
+  CAPTURE(replies);
+  CHECK(replies > 100);  // most mutations still reach a handler and get an error reply
+  auto r = post("/v2/models/simple/infer", simple_json());
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find(R"("data":[1,2,3,4,)") != std::string::npos);
+  CHECK(get("/v2/health/ready").status == 200);
 }
