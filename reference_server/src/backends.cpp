@@ -54,6 +54,20 @@ status missing_input(const execution& e, std::string_view name) {
                               std::string(name) + "'"};
 }
 
+// The two inputs of the `simple` family, checked against a config of two inputs and two
+// outputs.
+status two_inputs(const execution& e, std::string_view backend, const v2::infer_input*& a,
+                  const v2::infer_input*& b) {
+  const auto& c = e.config;
+  if (c.inputs.size() != 2 || c.outputs.size() != 2)
+    return {errc::internal, "backend '" + std::string(backend) + "' needs two inputs and two outputs"};
+  a = e.input(c.inputs[0].name);
+  b = e.input(c.inputs[1].name);
+  if (!a) return missing_input(e, c.inputs[0].name);
+  if (!b) return missing_input(e, c.inputs[1].name);
+  return {};
+}
+
 v2::infer_output make_output(const tensor_config& t, const shape_t& shape, std::string data) {
   v2::infer_output o;
   o.name = t.name;
@@ -68,12 +82,8 @@ class simple_backend final : public backend {
  public:
   status execute(execution& e) override {
     const auto& c = e.config;
-    if (c.inputs.size() != 2 || c.outputs.size() != 2)
-      return {errc::internal, "backend 'simple' needs two inputs and two outputs"};
-    const auto* a = e.input(c.inputs[0].name);
-    const auto* b = e.input(c.inputs[1].name);
-    if (!a) return missing_input(e, c.inputs[0].name);
-    if (!b) return missing_input(e, c.inputs[1].name);
+    const v2::infer_input *a = nullptr, *b = nullptr;
+    if (auto st = two_inputs(e, "simple", a, b)) return st;
     if (a->datatype != b->datatype || a->data.size() != b->data.size())
       return {errc::invalid_arg, "inputs of model '" + c.name + "' must have the same shape"};
     std::string sum(a->data.size(), '\0'), diff(a->data.size(), '\0');
@@ -121,12 +131,8 @@ class simple_string_backend final : public backend {
  public:
   status execute(execution& e) override {
     const auto& c = e.config;
-    if (c.inputs.size() != 2 || c.outputs.size() != 2)
-      return {errc::internal, "backend 'simple_string' needs two inputs and two outputs"};
-    const auto* a = e.input(c.inputs[0].name);
-    const auto* b = e.input(c.inputs[1].name);
-    if (!a) return missing_input(e, c.inputs[0].name);
-    if (!b) return missing_input(e, c.inputs[1].name);
+    const v2::infer_input *a = nullptr, *b = nullptr;
+    if (auto st = two_inputs(e, "simple_string", a, b)) return st;
     std::vector<std::string_view> xa, xb;
     if (!bytes_view(a->data.bytes()).decode(xa) || !bytes_view(b->data.bytes()).decode(xb))
       return {errc::invalid_arg, "malformed BYTES input for model '" + c.name + "'"};

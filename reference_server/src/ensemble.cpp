@@ -37,7 +37,7 @@ class ensemble_backend final : public backend {
         bool ready = true;
         for (const auto& kv : step.input_map()) ready &= tensors.count(kv.second) != 0;
         if (!ready) continue;
-        if (auto st = run_step(e, step, tensors, requests, responses)) return st;
+        if (auto st = run_step(step, tensors, requests, responses)) return st;
         done[static_cast<std::size_t>(i)] = true;
         --remaining;
         progressed = true;
@@ -61,7 +61,7 @@ class ensemble_backend final : public backend {
   }
 
  private:
-  status run_step(execution& e, const inference::ModelEnsembling::Step& step,
+  status run_step(const inference::ModelEnsembling::Step& step,
                   std::map<std::string, v2::infer_input, std::less<>>& tensors,
                   std::deque<v2::infer_request>& requests,
                   std::deque<v2::infer_response>& responses) const {
@@ -71,7 +71,6 @@ class ensemble_backend final : public backend {
     auto model = repo_.find(step.model_name(), version, st);
     if (!model) return st;
     auto& req = requests.emplace_back();
-    req.id = "";
     for (const auto& [model_input, tensor] : step.input_map()) {
       const auto& src = tensors.at(tensor);
       v2::infer_input in;
@@ -102,7 +101,6 @@ class ensemble_backend final : public backend {
       t.data = v2::tensor_data::view(o->data.bytes());
       tensors.insert_or_assign(tensor, std::move(t));
     }
-    (void)e;
     return {};
   }
 

@@ -527,11 +527,8 @@ class session : public std::enable_shared_from_this<session> {
     if (!r.repository.empty())
       return write(error_reply(501, "'repository_name' specification is not supported"));
     if (s_.exiting) return write(error_reply(503, "Server not ready"));
-    if (req.body().size() > s_.opts.http_max_input_size)
-      return write(error_reply(400, "request JSON size of " + std::to_string(req.body().size()) +
-                                        " bytes exceeds the maximum allowed input size of " +
-                                        std::to_string(s_.opts.http_max_input_size) +
-                                        " bytes. Use --http-max-input-size to increase the limit."));
+    const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+    if (auto st = v2::check_json_size(req.body().size(), limits)) return write(error_reply(st));
     auto shared = std::make_shared<bhttp::request<bhttp::string_body>>(std::move(req));
     const bool load = r.kind == endpoint::repository_load;
     executing_ = true;

@@ -12,9 +12,7 @@ namespace inferwire::server {
 
 namespace {
 
-std::string prefix_of(const v2::infer_request& r) {
-  return "[request id: " + (r.id.empty() ? std::string("<id_unknown>") : r.id) + "] ";
-}
+std::string prefix_of(const v2::infer_request& r) { return v2::request_prefix(r.id); }
 
 std::string name_list(const std::vector<std::string>& names) {
   std::string s = "[";

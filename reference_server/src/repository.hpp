@@ -105,8 +105,6 @@ class instance_gate {
 struct model_version {
   std::string name;
   std::int64_t version = 0;
-  model_state state = model_state::unknown;
-  std::string reason;
   std::shared_ptr<const model_config> config;
   std::unique_ptr<backend> impl;
   version_stats stats;

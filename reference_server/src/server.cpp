@@ -121,7 +121,7 @@ status trace_registry::update(const std::string& model, const v2::trace_settings
 
 std::string server_state::metrics_text() const {
   struct row {
-    std::string labels;
+    std::string model, version, labels;
     v2::model_statistics s;
     std::uint64_t rejected = 0, backend = 0;
   };
@@ -129,7 +129,9 @@ std::string server_state::metrics_text() const {
   for (const auto& v : repository.ready_versions()) {
     row r;
     r.s = v->stats.snapshot(v->name, v->version);
-    r.labels = "model=\"" + v->name + "\",version=\"" + std::to_string(v->version) + "\"";
+    r.model = "model=\"" + v->name + "\"";
+    r.version = "version=\"" + std::to_string(v->version) + "\"";
+    r.labels = r.model + "," + r.version;
     r.rejected = v->stats.failures_rejected();
     r.backend = v->stats.failures_backend();
     rows.push_back(std::move(r));
@@ -149,14 +151,10 @@ std::string server_state::metrics_text() const {
          [](const row& r) { return r.s.inference_stats.success.count; });
   out.append("# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes\n"
              "# TYPE nv_inference_request_failure counter\n");
-  for (const auto& r : rows) {
-    std::string base = r.labels.substr(0, r.labels.find(",version"));
-    std::string ver = r.labels.substr(r.labels.find(",version"));
-    out.append("nv_inference_request_failure{" + base + ",reason=\"REJECTED\"" + ver + "} " +
-               std::to_string(r.rejected) + "\n");
-    out.append("nv_inference_request_failure{" + base + ",reason=\"BACKEND\"" + ver + "} " +
-               std::to_string(r.backend) + "\n");
-  }
+  for (const auto& r : rows)
+    for (auto [reason, n] : {std::pair{"REJECTED", r.rejected}, std::pair{"BACKEND", r.backend}})
+      out.append("nv_inference_request_failure{" + r.model + ",reason=\"" + reason + "\"," +
+                 r.version + "} " + std::to_string(n) + "\n");
   family("nv_inference_count", "counter",
          "Number of inferences performed (does not include cached requests)",
          [](const row& r) { return r.s.inference_count; });

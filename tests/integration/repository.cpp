@@ -40,14 +40,13 @@ struct temp_repo {
   std::string str() const { return dir.string(); }
 };
 
-server_process explicit_server(std::vector<std::string> extra, std::vector<std::string> repos) {
-  std::vector<std::string> args{"--model-control-mode", "explicit"};
-  for (auto& r : repos) {
-    args.push_back("--model-repository");
-    args.push_back(r);
+server_process explicit_server(std::vector<std::string> extra, const std::vector<std::string>& repos) {
+  for (const auto& r : repos) {
+    extra.emplace_back("--model-repository");
+    extra.push_back(r);
   }
-  args.insert(args.end(), extra.begin(), extra.end());
-  return server_process(args, false);
+  extra.emplace_back("--model-control-mode=explicit");
+  return server_process(std::move(extra), false);
 }
 
 std::string bundled() { return (source / "reference_server/models").string(); }

@@ -105,6 +105,15 @@ inline infer_response decode_infer_response(std::string_view body,
 inline status encode_infer_request(const infer_request& request, encoded_body& out);
 inline encoded_body encode_infer_request(const infer_request& request);
 
+/// The `[request id: <id>] ` prefix of the core's validation messages (`<id_unknown>` for an
+/// empty id).
+inline std::string request_prefix(std::string_view id);
+
+/// The JSON-size limit of v2-protocol §0.3: invalid_arg `request JSON size of <n> bytes
+/// exceeds the maximum allowed input size of <max> bytes. Use --http-max-input-size to
+/// increase the limit.` when `size` is over the limit.
+inline status check_json_size(std::size_t size, const codec_limits& limits);
+
 /// The body of every HTTP error reply: {"error":"<message>"}.
 inline std::string error_body(std::string_view message);
 /// The message of an error body, or the body itself when it is not one.

@@ -475,3 +475,15 @@ TEST_CASE("binary: client-side encode refuses what cannot travel", "[v2][binary]
   q.inputs[0] = {"S", data_type::int32, {1}, tensor_encoding::shared_memory, {}, std::nullopt, {}};
   CHECK(encode_infer_request(q, b).code() == errc::invalid_arg);
 }
+
+TEST_CASE("binary: request prefix and JSON size limit", "[v2][binary]") {
+  CHECK(inferwire::v2::request_prefix("") == "[request id: <id_unknown>] ");
+  CHECK(inferwire::v2::request_prefix("r1") == "[request id: r1] ");
+  inferwire::v2::codec_limits limits{100};
+  CHECK_FALSE(inferwire::v2::check_json_size(100, limits));
+  auto st = inferwire::v2::check_json_size(101, limits);
+  CHECK(st.code() == inferwire::errc::invalid_arg);
+  CHECK(st.message() ==
+        "request JSON size of 101 bytes exceeds the maximum allowed input size of 100 bytes. "
+        "Use --http-max-input-size to increase the limit.");
+}

@@ -30,11 +30,11 @@ inline std::string encoded_body::flatten() const {
   return body;
 }
 
-namespace detail {
-
 inline std::string request_prefix(std::string_view id) {
   return "[request id: " + (id.empty() ? std::string("<id_unknown>") : std::string(id)) + "] ";
 }
+
+namespace detail {
 
 inline status unable_to_parse(status st, std::string_view field) {
   return st.prefix("Unable to parse '" + std::string(field) + "': ");
@@ -167,6 +167,13 @@ inline bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& o
 
 }  // namespace detail
 
+inline status check_json_size(std::size_t size, const codec_limits& limits) {
+  if (size <= limits.max_input_size) return {};
+  return {errc::invalid_arg, "request JSON size of " + std::to_string(size) +
+                                 " bytes exceeds the maximum allowed input size of " +
+                                 std::to_string(limits.max_input_size) + detail::limit_hint()};
+}
+
 inline std::size_t parse_content_length(std::string_view value, status& st) {
   std::size_t n = 0;
   auto r = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -229,12 +236,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
                                  std::to_string(header_length)};
     return {};
   }
-  if (header_length > limits.max_input_size) {
-    st = {errc::invalid_arg, "request JSON size of " + std::to_string(header_length) +
-                                 " bytes exceeds the maximum allowed input size of " +
-                                 std::to_string(limits.max_input_size) + detail::limit_hint()};
-    return {};
-  }
+  if ((st = check_json_size(header_length, limits))) return {};
 
   // The parsed document lives only for this call: a stack buffer serves small headers
   // without touching the heap.
@@ -348,7 +350,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
     }
     for (const auto& prev : req.inputs)
       if (prev.name == input.name)
-        return fail({errc::invalid_arg, detail::request_prefix(req.id) + "input '" +
+        return fail({errc::invalid_arg, request_prefix(req.id) + "input '" +
                                             input.name + "' already exists in request"});
     detail::copy_other_parameters(params, input.parameters);
 
@@ -452,7 +454,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
       }
       for (const auto& prev : req.outputs)
         if (prev.name == ro.name)
-          return fail({errc::invalid_arg, detail::request_prefix(req.id) + "output '" + ro.name +
+          return fail({errc::invalid_arg, request_prefix(req.id) + "output '" + ro.name +
                                               "' already exists in request"});
       req.outputs.push_back(std::move(ro));
     }
