@@ -1,0 +1,400 @@
+// inferwire/http/client.hpp
+//
+// The KServe v2 / Triton HTTP client: every endpoint, over plain TCP or TLS, blocking or
+// asynchronous, on the caller's io_context.
+//
+//   net::io_context ioc;
+//   inferwire::http::client c(ioc.get_executor(), "localhost", "8000");
+//
+//   // blocking, throwing: (only from a thread that is not running `ioc`)
+//   bool live = c.server_live();
+//   // blocking, error_code:
+//   http::error_code ec;
+//   auto meta = c.model_metadata("simple", ec);
+//   // asynchronous, with any Asio completion token (callback, use_future, use_awaitable,
+//   // deferred, ...):
+//   c.async_infer("simple", request, [](http::error_code ec, http::infer_result r) { ... });
+//
+// A client built without an executor owns a private io_context and runs it on the calling
+// thread inside each blocking call (no thread of its own); use that form for blocking programs.
+//
+// Connections. The client keeps up to `client_options::max_connections` keep-alive connections
+// and reconnects transparently: a call that finds its reused connection closed by the server
+// before any byte of the reply arrived is sent again once on a new connection. Calls beyond
+// the pool size wait in FIFO order for a free connection. Every member function may be called
+// concurrently from any thread.
+//
+// Timeouts and cancellation. `timeout` (client-wide or per call) is a deadline for the whole
+// call: waiting for a connection, connecting, the TLS handshake, sending and receiving. It
+// fails the call with beast::error::timeout. Asynchronous calls honour Asio's per-operation
+// cancellation (terminal): bind a cancellation slot to the token
+// (`net::bind_cancellation_slot(signal.slot(), token)`) and emit; the call then completes with
+// net::error::operation_aborted. A timed-out or cancelled call's connection is closed.
+//
+// Lifetimes. Request tensors that are views (v2::make_input from a span) are written straight
+// from the caller's memory, so they must stay valid until the call completes. An
+// infer_result's output views point into the reply body it holds, so they stay valid as long
+// as the result (or a copy of it) lives.
+//
+// Errors. See <inferwire/http/error.hpp>: a server error reply is an error_code whose message
+// is the server's text and whose HTTP status is server_status(ec).
+#ifndef INFERWIRE_HTTP_CLIENT_HPP
+#define INFERWIRE_HTTP_CLIENT_HPP
+
+#include <inferwire/http/compression.hpp>
+#include <inferwire/http/error.hpp>
+#include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/json.hpp>
+#include <inferwire/v2/tensor.hpp>
+#include <inferwire/v2/types.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace inferwire::http {
+
+namespace net = boost::asio;
+
+/// Header fields or query parameters, in order (names may repeat).
+using field_list = std::vector<std::pair<std::string, std::string>>;
+
+/// Settings of a client, fixed at construction.
+struct client_options {
+  /// Keep-alive connections at most; concurrent calls beyond this wait for a free one.
+  std::size_t max_connections = 1;
+  /// Deadline of every call (0: none); call_options::timeout overrides it per call.
+  std::chrono::milliseconds timeout{0};
+  /// Compression of request bodies (infer and every POST with a body).
+  content_coding request_compression = content_coding::identity;
+  /// Compression asked of the server for replies (Accept-Encoding).
+  content_coding response_compression = content_coding::identity;
+  /// Largest reply body accepted (after decompression), in bytes.
+  std::size_t max_response_size = std::size_t{1} << 32;
+  /// Header fields sent with every call.
+  field_list headers;
+  /// TLS only: check that the server's certificate names the host (when the SSL context
+  /// verifies peers at all; see net::ssl::context::set_verify_mode).
+  bool verify_host_name = true;
+};
+
+/// Settings of one call; unset members take the client's.
+struct call_options {
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<content_coding> request_compression;
+  std::optional<content_coding> response_compression;
+  /// Extra header fields (after the client's).
+  field_list headers;
+  /// Query parameters, percent-encoded by the client.
+  field_list query;
+};
+
+/// A model name and an optional version ("" lets the model's version policy choose):
+/// `"simple"` or `{"simple", "2"}`. Both are views.
+struct model_id {
+  std::string_view name;
+  std::string_view version;
+  model_id() = default;
+  model_id(const char* n) : name(n) {}  // NOLINT: implicit by design
+  model_id(const std::string& n) : name(n) {}  // NOLINT
+  model_id(std::string_view n, std::string_view v = {}) : name(n), version(v) {}  // NOLINT
+};
+
+/// The reply to an infer call. Output data are views into the reply body, which the result
+/// shares among its copies; nothing is copied out of the body.
+class infer_result {
+ public:
+  infer_result() = default;
+
+  const v2::infer_response& response() const noexcept { return response_; }
+  const std::string& id() const noexcept { return response_.id; }
+  const std::string& model_name() const noexcept { return response_.model_name; }
+  const std::string& model_version() const noexcept { return response_.model_version; }
+  const std::vector<v2::infer_output>& outputs() const noexcept { return response_.outputs; }
+  const parameter_map& parameters() const noexcept { return response_.parameters; }
+
+  /// The output named `name`; throws std::out_of_range when the reply has none.
+  const v2::infer_output& output(std::string_view name) const;
+  /// A typed view of a fixed-size output; throws std::out_of_range or std::invalid_argument.
+  template <tensor_element T>
+  tensor_view<T> as(std::string_view name) const {
+    return output(name).as<T>();
+  }
+  /// The elements of a BYTES output (views).
+  std::vector<std::string_view> strings(std::string_view name) const {
+    return v2::strings(output(name));
+  }
+  /// The reply body as received (after decompression).
+  std::string_view body() const noexcept { return body_ ? std::string_view(*body_) : ""; }
+
+  /// Decodes a reply body (used by the client; public for tests and custom transports).
+  static infer_result decode(std::string body, std::optional<std::size_t> header_length,
+                             status& st);
+
+ private:
+  std::shared_ptr<const std::string> body_;
+  v2::infer_response response_;
+};
+
+namespace detail {
+template <class Stream>
+struct client_state;
+template <class Stream>
+struct is_tls_stream : std::false_type {};
+template <class Next>
+struct is_tls_stream<boost::beast::ssl_stream<Next>> : std::true_type {};
+struct call_data;
+struct reply;
+template <class T>
+using reply_parser = T (*)(reply&, error_code&);
+template <class T>
+struct prepared_call {
+  std::unique_ptr<call_data> data;
+  reply_parser<T> parse;
+};
+template <class T>
+struct completion_signature {
+  using type = void(error_code, T);
+};
+template <>
+struct completion_signature<void> {
+  using type = void(error_code);
+};
+template <class Token, class T>
+concept token_for =
+    !std::convertible_to<Token, const call_options&> &&
+    net::completion_token_for<Token, typename completion_signature<T>::type>;
+}  // namespace detail
+
+/// A client of one server over `Stream`: boost::beast::tcp_stream (plain HTTP) or
+/// boost::beast::ssl_stream<boost::beast::tcp_stream> (HTTPS).
+template <class Stream>
+class basic_client {
+ public:
+  using executor_type = net::any_io_executor;
+  using stream_type = Stream;
+  static constexpr bool is_tls = detail::is_tls_stream<Stream>::value;
+
+  /// A client whose calls run on `ex`.
+  basic_client(executor_type ex, std::string host, std::string port, client_options opts = {})
+    requires(!is_tls);
+  /// A blocking client with a private io_context, run on the calling thread during calls.
+  basic_client(std::string host, std::string port, client_options opts = {})
+    requires(!is_tls);
+  /// TLS: the same, with the SSL context used for every connection (it must outlive the client).
+  basic_client(executor_type ex, net::ssl::context& ssl, std::string host, std::string port,
+               client_options opts = {})
+    requires(is_tls);
+  basic_client(net::ssl::context& ssl, std::string host, std::string port,
+               client_options opts = {})
+    requires(is_tls);
+
+  basic_client(const basic_client&) = delete;
+  basic_client& operator=(const basic_client&) = delete;
+  basic_client(basic_client&&) noexcept = default;
+  basic_client& operator=(basic_client&&) noexcept = default;
+  /// Closes every connection. Calls still in flight complete with an error.
+  ~basic_client();
+
+  executor_type get_executor() const noexcept;
+  const client_options& options() const noexcept;
+  /// Closes idle connections and fails calls waiting for a connection with
+  /// client_errc::client_closed; later calls open new connections.
+  void close();
+  /// Connections currently open (idle or in use).
+  std::size_t open_connections() const;
+
+  // Every call comes in four forms, shown here for server_live:
+  //   bool server_live(const call_options& = {});                  throws on failure
+  //   bool server_live(error_code& ec, const call_options& = {});  sets ec
+  //   auto async_server_live(Token&& token);                       void(error_code, bool)
+  //   auto async_server_live(const call_options&, Token&& token);
+  // Calls with no value complete with void(error_code) and return void. Arguments that may be
+  // left out (shown as "[= x]" below) are left out in all four forms alike.
+
+#define INFERWIRE_HTTP_CALL(T, name, params, args)                                           \
+  T name(params call_options const& o = {}) { return run(prepare_##name(args o)); }          \
+  T name(params error_code& ec, call_options const& o = {}) {                               \
+    return run(prepare_##name(args o), ec);                                                  \
+  }                                                                                          \
+  template <detail::token_for<T> Token = net::default_completion_token_t<executor_type>>     \
+  auto async_##name(params Token&& token = {}) {                                             \
+    return start<T>(prepare_##name(args call_options{}), std::forward<Token>(token));        \
+  }                                                                                          \
+  template <detail::token_for<T> Token = net::default_completion_token_t<executor_type>>     \
+  auto async_##name(params call_options const& o, Token&& token = {}) {                      \
+    return start<T>(prepare_##name(args o), std::forward<Token>(token));                     \
+  }
+#define INFERWIRE_P(...) __VA_ARGS__,
+#define INFERWIRE_NONE
+
+  // --- Health and metadata (true/false from 200/400; other replies are errors)
+  INFERWIRE_HTTP_CALL(bool, server_live, INFERWIRE_NONE, INFERWIRE_NONE)
+  INFERWIRE_HTTP_CALL(bool, server_ready, INFERWIRE_NONE, INFERWIRE_NONE)
+  INFERWIRE_HTTP_CALL(bool, model_ready, INFERWIRE_P(model_id model), INFERWIRE_P(model))
+  INFERWIRE_HTTP_CALL(v2::server_metadata, server_metadata, INFERWIRE_NONE, INFERWIRE_NONE)
+  INFERWIRE_HTTP_CALL(v2::model_metadata, model_metadata, INFERWIRE_P(model_id model),
+                      INFERWIRE_P(model))
+  /// The model configuration in Triton's ModelConfig JSON form.
+  INFERWIRE_HTTP_CALL(boost::json::value, model_config, INFERWIRE_P(model_id model),
+                      INFERWIRE_P(model))
+
+  // --- Inference. Each input travels as its `encoding` says (JSON, binary, or shared
+  // memory); a raw binary request (request.raw_binary) sends request.raw_input alone.
+  INFERWIRE_HTTP_CALL(infer_result, infer,
+                      INFERWIRE_P(model_id model, const v2::infer_request& request),
+                      INFERWIRE_P(model, request))
+
+  // --- Statistics (model [= every model])
+  INFERWIRE_HTTP_CALL(v2::statistics_response, model_statistics, INFERWIRE_P(model_id model),
+                      INFERWIRE_P(model))
+  INFERWIRE_HTTP_CALL(v2::statistics_response, model_statistics, INFERWIRE_NONE,
+                      INFERWIRE_P(model_id()))
+
+  // --- Model repository (request [= {}])
+  INFERWIRE_HTTP_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                      INFERWIRE_P(const v2::repository_index_request& request),
+                      INFERWIRE_P(request))
+  INFERWIRE_HTTP_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                      INFERWIRE_NONE, INFERWIRE_P(v2::repository_index_request{}))
+  /// Loads (or reloads) a model, optionally with a config override and `file:` contents.
+  INFERWIRE_HTTP_CALL(void, load_model,
+                      INFERWIRE_P(std::string_view model,
+                                  const v2::repository_load_request& request),
+                      INFERWIRE_P(model, request))
+  INFERWIRE_HTTP_CALL(void, load_model, INFERWIRE_P(std::string_view model),
+                      INFERWIRE_P(model, v2::repository_load_request{}))
+  INFERWIRE_HTTP_CALL(void, unload_model,
+                      INFERWIRE_P(std::string_view model,
+                                  const v2::repository_unload_request& request),
+                      INFERWIRE_P(model, request))
+  INFERWIRE_HTTP_CALL(void, unload_model, INFERWIRE_P(std::string_view model),
+                      INFERWIRE_P(model, v2::repository_unload_request{}))
+
+  // --- System shared memory (region [= every region])
+  INFERWIRE_HTTP_CALL(void, register_system_shared_memory,
+                      INFERWIRE_P(const v2::system_shm_register_request& request),
+                      INFERWIRE_P(request))
+  INFERWIRE_HTTP_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                      INFERWIRE_P(std::string_view region), INFERWIRE_P(region))
+  INFERWIRE_HTTP_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                      INFERWIRE_NONE, INFERWIRE_P(std::string_view()))
+  INFERWIRE_HTTP_CALL(void, unregister_system_shared_memory, INFERWIRE_P(std::string_view region),
+                      INFERWIRE_P(region))
+  INFERWIRE_HTTP_CALL(void, unregister_system_shared_memory, INFERWIRE_NONE,
+                      INFERWIRE_P(std::string_view()))
+
+  // --- CUDA shared memory (the 64-byte IPC handle is base64-encoded by the client)
+  INFERWIRE_HTTP_CALL(void, register_cuda_shared_memory,
+                      INFERWIRE_P(const v2::cuda_shm_register_request& request),
+                      INFERWIRE_P(request))
+  INFERWIRE_HTTP_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                      INFERWIRE_P(std::string_view region), INFERWIRE_P(region))
+  INFERWIRE_HTTP_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                      INFERWIRE_NONE, INFERWIRE_P(std::string_view()))
+  INFERWIRE_HTTP_CALL(void, unregister_cuda_shared_memory, INFERWIRE_P(std::string_view region),
+                      INFERWIRE_P(region))
+  INFERWIRE_HTTP_CALL(void, unregister_cuda_shared_memory, INFERWIRE_NONE,
+                      INFERWIRE_P(std::string_view()))
+
+  // --- Trace settings (model [= global]); updates return the settings in force afterwards.
+  INFERWIRE_HTTP_CALL(v2::trace_settings, trace_settings, INFERWIRE_P(std::string_view model),
+                      INFERWIRE_P(model))
+  INFERWIRE_HTTP_CALL(v2::trace_settings, trace_settings, INFERWIRE_NONE,
+                      INFERWIRE_P(std::string_view()))
+  INFERWIRE_HTTP_CALL(v2::trace_settings, update_trace_settings,
+                      INFERWIRE_P(const v2::trace_settings& update, std::string_view model),
+                      INFERWIRE_P(update, model))
+  INFERWIRE_HTTP_CALL(v2::trace_settings, update_trace_settings,
+                      INFERWIRE_P(const v2::trace_settings& update),
+                      INFERWIRE_P(update, std::string_view()))
+
+  // --- Log settings
+  INFERWIRE_HTTP_CALL(v2::log_settings, log_settings, INFERWIRE_NONE, INFERWIRE_NONE)
+  INFERWIRE_HTTP_CALL(v2::log_settings, update_log_settings,
+                      INFERWIRE_P(const v2::log_settings& update), INFERWIRE_P(update))
+
+#undef INFERWIRE_HTTP_CALL
+#undef INFERWIRE_P
+#undef INFERWIRE_NONE
+
+ private:
+  using state_type = detail::client_state<Stream>;
+
+  template <class T>
+  using prepared = detail::prepared_call<T>;
+
+  prepared<bool> prepare_server_live(const call_options& o);
+  prepared<bool> prepare_server_ready(const call_options& o);
+  prepared<bool> prepare_model_ready(model_id model, const call_options& o);
+  prepared<v2::server_metadata> prepare_server_metadata(const call_options& o);
+  prepared<v2::model_metadata> prepare_model_metadata(model_id model, const call_options& o);
+  prepared<boost::json::value> prepare_model_config(model_id model, const call_options& o);
+  prepared<infer_result> prepare_infer(model_id model, const v2::infer_request& request,
+                                       const call_options& o);
+  prepared<v2::statistics_response> prepare_model_statistics(model_id model,
+                                                             const call_options& o);
+  prepared<std::vector<v2::repository_index_entry>> prepare_repository_index(
+      const v2::repository_index_request& request, const call_options& o);
+  prepared<void> prepare_load_model(std::string_view model,
+                                    const v2::repository_load_request& request,
+                                    const call_options& o);
+  prepared<void> prepare_unload_model(std::string_view model,
+                                      const v2::repository_unload_request& request,
+                                      const call_options& o);
+  prepared<void> prepare_register_system_shared_memory(
+      const v2::system_shm_register_request& request, const call_options& o);
+  prepared<std::vector<v2::system_shm_status>> prepare_system_shared_memory_status(
+      std::string_view region, const call_options& o);
+  prepared<void> prepare_unregister_system_shared_memory(std::string_view region,
+                                                         const call_options& o);
+  prepared<void> prepare_register_cuda_shared_memory(
+      const v2::cuda_shm_register_request& request, const call_options& o);
+  prepared<std::vector<v2::cuda_shm_status>> prepare_cuda_shared_memory_status(
+      std::string_view region, const call_options& o);
+  prepared<void> prepare_unregister_cuda_shared_memory(std::string_view region,
+                                                       const call_options& o);
+  prepared<v2::trace_settings> prepare_trace_settings(std::string_view model,
+                                                      const call_options& o);
+  prepared<v2::trace_settings> prepare_update_trace_settings(const v2::trace_settings& update,
+                                                             std::string_view model,
+                                                             const call_options& o);
+  prepared<v2::log_settings> prepare_log_settings(const call_options& o);
+  prepared<v2::log_settings> prepare_update_log_settings(const v2::log_settings& update,
+                                                         const call_options& o);
+
+  template <class T, class Token>
+  auto start(prepared<T> call, Token&& token);
+  template <class T>
+  T run(prepared<T> call);
+  template <class T>
+  T run(prepared<T> call, error_code& ec);
+
+  std::unique_ptr<net::io_context> own_ioc_;  // blocking clients only
+  std::shared_ptr<state_type> state_;
+};
+
+/// Plain HTTP.
+using client = basic_client<boost::beast::tcp_stream>;
+/// HTTPS through OpenSSL.
+using tls_client = basic_client<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
+
+}  // namespace inferwire::http
+
+#include <inferwire/http/impl/client.hpp>
+
+#endif

@@ -1,0 +1,114 @@
+// inferwire/http/impl/error.hpp — bodies of error.hpp.
+#ifndef INFERWIRE_HTTP_IMPL_ERROR_HPP
+#define INFERWIRE_HTTP_IMPL_ERROR_HPP
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+namespace inferwire::http {
+namespace detail {
+
+class client_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "inferwire.http.client"; }
+  std::string message(int ev) const override {
+    switch (static_cast<client_errc>(ev)) {
+      case client_errc::bad_response: return "the server's reply could not be understood";
+      case client_errc::sync_on_own_executor:
+        return "a blocking call was made from a thread that runs the client's executor "
+               "(it would wait for itself); use the asynchronous form there";
+      case client_errc::client_closed: return "the client was closed";
+    }
+    return "unknown client error";
+  }
+};
+
+// A server error code's value holds the HTTP status and the id of its message:
+// value = status << id_bits | id. Messages live in a bounded table shared by the process;
+// equal messages share an id, and when more than `table_size` distinct messages have been
+// seen, the oldest are forgotten (their codes then read "HTTP <status>").
+class server_messages {
+ public:
+  static constexpr int id_bits = 20;
+  static constexpr std::uint32_t id_mask = (1u << id_bits) - 1;
+  static constexpr std::size_t table_size = 4096;
+
+  static server_messages& instance() {
+    static server_messages m;
+    return m;
+  }
+
+  std::uint32_t intern(std::string_view message) {
+    std::lock_guard lock(mutex_);
+    if (auto it = ids_.find(std::string(message)); it != ids_.end()) return it->second;
+    std::uint32_t id = next_;
+    next_ = (next_ + 1) & id_mask;
+    if (next_ == 0) next_ = 1;  // 0 means "no message"
+    auto& slot = slots_[id % table_size];
+    if (slot.id != 0) ids_.erase(slot.text);
+    slot.id = id;
+    slot.text.assign(message);
+    ids_.emplace(slot.text, id);
+    return id;
+  }
+
+  bool lookup(std::uint32_t id, std::string& out) const {
+    if (id == 0) return false;
+    std::lock_guard lock(mutex_);
+    const auto& slot = slots_[id % table_size];
+    if (slot.id != id) return false;
+    out = slot.text;
+    return true;
+  }
+
+ private:
+  struct slot_t {
+    std::uint32_t id = 0;
+    std::string text;
+  };
+  mutable std::mutex mutex_;
+  std::array<slot_t, table_size> slots_{};
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::uint32_t next_ = 1;
+};
+
+class server_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "inferwire.http.server"; }
+  std::string message(int ev) const override {
+    auto value = static_cast<std::uint32_t>(ev);
+    std::string text;
+    if (server_messages::instance().lookup(value & server_messages::id_mask, text)) return text;
+    return "HTTP " + std::to_string(value >> server_messages::id_bits);
+  }
+};
+
+}  // namespace detail
+
+inline const boost::system::error_category& client_category() noexcept {
+  static const detail::client_category_impl instance;
+  return instance;
+}
+
+inline const boost::system::error_category& server_category() noexcept {
+  static const detail::server_category_impl instance;
+  return instance;
+}
+
+inline error_code make_server_error(unsigned http_status, std::string_view message) {
+  if (http_status > 999) http_status = 999;
+  std::uint32_t id = message.empty() ? 0 : detail::server_messages::instance().intern(message);
+  auto value = (http_status << detail::server_messages::id_bits) | id;
+  return {static_cast<int>(value), server_category()};
+}
+
+inline unsigned server_status(const error_code& ec) noexcept {
+  if (ec.category() != server_category()) return 0;
+  return static_cast<std::uint32_t>(ec.value()) >> detail::server_messages::id_bits;
+}
+
+}  // namespace inferwire::http
+
+#endif
