@@ -63,9 +63,17 @@ server_process::server_process(std::vector<std::string> extra, bool default_repo
     args = {"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
             "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models"};
   }
-  for (const char* a : {"--http-address", "127.0.0.1", "--http-port", "0", "--metrics-port", "0",
-                        "--allow-grpc=false", "--http-thread-count", "2"})
-    args.emplace_back(a);
+  // Defaults, unless `extra` sets the same flag.
+  const std::pair<const char*, const char*> defaults[] = {
+      {"--http-address", "127.0.0.1"}, {"--http-port", "0"}, {"--metrics-port", "0"},
+      {"--allow-grpc", "false"}, {"--http-thread-count", "2"}};
+  for (const auto& [flag, value] : defaults) {
+    bool overridden = false;
+    for (const auto& e : extra) overridden |= e == flag || e.rfind(std::string(flag) + "=", 0) == 0;
+    if (overridden) continue;
+    args.emplace_back(flag);
+    args.emplace_back(value);
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   log_path_ = temp_log_path();
   pid_ = spawn(args, log_path_);

@@ -103,6 +103,10 @@ inline infer_response decode_infer_response(std::string_view body,
 /// Encodes a request (client side). Binary inputs become segments that reference the inputs'
 /// data; JSON inputs are printed into the header.
 inline status encode_infer_request(const infer_request& request, encoded_body& out);
+/// The same with `parameters` sent in place of request.parameters (the clients add defaults
+/// such as binary_data_output without copying the request).
+inline status encode_infer_request(const infer_request& request, const parameter_map& parameters,
+                                   encoded_body& out);
 inline encoded_body encode_infer_request(const infer_request& request);
 
 /// The `[request id: <id>] ` prefix of the core's validation messages (`<id_unknown>` for an

@@ -17,7 +17,8 @@
 #include <boost/json/value_from.hpp>
 #include <boost/json/value_to.hpp>
 #include <boost/url/encode.hpp>
-#include <boost/url/rfc/unreserved_chars.hpp>
+#include <boost/url/grammar/lut_chars.hpp>
+#include <boost/url/rfc/pchars.hpp>
 
 #include <condition_variable>
 #include <deque>
@@ -472,8 +473,9 @@ class call_op {
 // ---------------------------------------------------------------------------------------------
 // Building requests.
 
+// A path segment or query part: characters a path segment may carry pass as they are.
 inline std::string encode_segment(std::string_view s) {
-  return boost::urls::encode(s, boost::urls::unreserved_chars);
+  return boost::urls::encode(s, boost::urls::pchars - boost::urls::grammar::lut_chars("&=+"));
 }
 
 inline std::string model_path(const model_id& m) {
@@ -787,8 +789,17 @@ auto basic_client<Stream>::prepare_infer(model_id m, const v2::infer_request& re
                                          const call_options& o) -> prepared<infer_result> {
   auto c = detail::begin_call(*state_, "POST", detail::model_path(m) + "/infer", o);
   c->use_infer_body = true;
-  if (auto st = v2::encode_infer_request(request, c->infer_body); st)
-    c->error = net::error::invalid_argument;
+  // Like Triton's clients: with no outputs listed, every output comes back binary.
+  status st;
+  if (request.outputs.empty() && !request.raw_binary &&
+      !request.parameters.contains("binary_data_output")) {
+    parameter_map parameters = request.parameters;
+    parameters.set("binary_data_output", true);
+    st = v2::encode_infer_request(request, parameters, c->infer_body);
+  } else {
+    st = v2::encode_infer_request(request, c->infer_body);
+  }
+  if (st) c->error = net::error::invalid_argument;
   if (request.raw_binary)
     detail::end_call(*c, "application/octet-stream", 0);
   else if (c->infer_body.has_binary_data())

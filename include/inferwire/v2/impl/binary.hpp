@@ -696,6 +696,11 @@ inline infer_response decode_infer_response(std::string_view body,
 }
 
 inline status encode_infer_request(const infer_request& q, encoded_body& out) {
+  return encode_infer_request(q, q.parameters, out);
+}
+
+inline status encode_infer_request(const infer_request& q, const parameter_map& parameters,
+                                   encoded_body& out) {
   std::string& h = out.header;
   h.clear();
   out.segments.clear();
@@ -710,10 +715,10 @@ inline status encode_infer_request(const infer_request& q, encoded_body& out) {
     append_json_string(h, q.id);
     h += ',';
   }
-  if (!q.parameters.empty()) {
+  if (!parameters.empty()) {
     detail::append_key(h, "parameters");
     h += '{';
-    detail::append_parameter_members(h, q.parameters, false);
+    detail::append_parameter_members(h, parameters, false);
     h += "},";
   }
   detail::append_key(h, "inputs");
