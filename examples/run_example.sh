@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs one example against a fresh inferwire-server on a free loopback port.
+#   run_example.sh SERVER EXAMPLE [server flags...]
+set -u
+server=$1
+example=$2
+shift 2
+log=$(mktemp)
+"$server" --http-address 127.0.0.1 --http-port 0 --metrics-port 0 --allow-grpc false "$@" \
+  >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
+port=
+for _ in $(seq 500); do
+  port=$(grep -oE 'Started HTTPService at [0-9.]+:[0-9]+' "$log" | grep -oE '[0-9]+$') && break
+  sleep 0.02
+done
+if [ -z "$port" ]; then
+  echo "inferwire-server did not start:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+"$example" -u "127.0.0.1:$port"
