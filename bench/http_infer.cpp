@@ -8,6 +8,8 @@
 //       a plain loopback TCP echo of the same bytes both ways. Target: >= 0.5x its bandwidth.
 //
 //   bench_http_infer [--requests N] [--server PATH] [--nginx PATH]
+#include "bench_process.hpp"
+
 #include <inferwire/v2/binary.hpp>
 
 #include <boost/asio/connect.hpp>
@@ -47,55 +49,9 @@ namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 using clock_type = std::chrono::steady_clock;
 
+using namespace bench;
+
 namespace {
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-pid_t spawn(std::vector<std::string> args, const std::string& log) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
-
-void stop(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  int st = 0;
-  waitpid(pid, &st, 0);
-}
-
-int free_port() {
-  net::io_context io;
-  tcp::acceptor a(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-  return a.local_endpoint().port();
-}
-
-bool wait_for_port(int port) {
-  for (int i = 0; i < 500; ++i) {
-    try {
-      net::io_context io;
-      tcp::socket s(io);
-      s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-      return true;
-    } catch (...) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  return false;
-}
 
 struct load_result {
   double rate = 0;
@@ -260,18 +216,8 @@ int main(int argc, char** argv) {
 
   // inferwire-server
   std::string slog = (tmp / "server.log").string();
-  pid_t spid = spawn({server, "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
-                      "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models",
-                      "--http-address", "127.0.0.1", "--http-port", "0", "--allow-metrics=false",
-                      "--allow-grpc=false"},
-                     slog);
-  int sport = 0;
-  for (int i = 0; i < 500 && !sport; ++i) {
-    std::smatch m;
-    std::string text = read_file(slog);
-    if (std::regex_search(text, m, std::regex("Started HTTPService at [0-9.]+:([0-9]+)"))) sport = std::stoi(m[1]);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  pid_t spid = -1;
+  int sport = start_reference_server(server, slog, spid);
   if (!sport) {
     std::fprintf(stderr, "inferwire-server did not start:\n%s\n", read_file(slog).c_str());
     return 1;

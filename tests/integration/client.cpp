@@ -96,8 +96,8 @@ class scripted_server {
     std::string head(net::buffers_begin(buf.data()), net::buffers_begin(buf.data()) + n);
     buf.consume(n);
     std::size_t length = 0;
-    if (auto p = head.find("Content-Length: "); p != std::string::npos)
-      length = std::stoul(head.substr(p + 16));
+    if (auto p = head.find("\r\nContent-Length: "); p != std::string::npos)
+      length = std::stoul(head.substr(p + 18));
     if (buf.size() < length) net::read(s, buf, net::transfer_exactly(length - buf.size()), ec);
     buf.consume(length);
     return !ec;

@@ -1,0 +1,98 @@
+// Process helpers shared by the benchmarks: spawn and stop programs, find free ports, start
+// the reference server and learn its port from its log.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace bench {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+inline std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline pid_t spawn(std::vector<std::string> args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+inline void stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+}
+
+inline int free_port() {
+  net::io_context io;
+  tcp::acceptor a(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+inline bool wait_for_port(int port) {
+  for (int i = 0; i < 500; ++i) {
+    try {
+      net::io_context io;
+      tcp::socket s(io);
+      s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+      return true;
+    } catch (...) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return false;
+}
+
+/// Starts inferwire-server on the bundled and test repositories on a free loopback port;
+/// returns the port (0 when it did not start) and sets `pid`.
+inline int start_reference_server(const std::string& server, const std::string& log, pid_t& pid,
+                                  std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{
+      server, "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
+      "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models",
+      "--http-address", "127.0.0.1", "--http-port", "0", "--allow-metrics=false",
+      "--allow-grpc=false"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  pid = spawn(args, log);
+  for (int i = 0; i < 500; ++i) {
+    std::smatch m;
+    std::string text = read_file(log);
+    if (std::regex_search(text, m, std::regex("Started HTTPService at [0-9.]+:([0-9]+)")))
+      return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+}  // namespace bench
