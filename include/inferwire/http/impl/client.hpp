@@ -154,6 +154,7 @@ struct connection {
   beast::flat_buffer buffer;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser;
   bool open = false;
+  bool deadline_armed = false;  // the stream's timers hold a deadline of an earlier call
 };
 
 template <class Stream>
@@ -235,6 +236,7 @@ struct client_state {
     if constexpr (is_tls_stream<Stream>::value) c.stream.emplace(executor, *ssl);
     else c.stream.emplace(executor);
     c.buffer.clear();
+    c.deadline_armed = false;
   }
 };
 
@@ -430,13 +432,23 @@ class call_op {
       conn_->stream->async_handshake(net::ssl::stream_base::client, std::move(self));
   }
 
+  // The stream's timers are touched only for calls with a deadline (and once after them):
+  // arming and disarming timers costs more than the rest of a small call.
   void set_expiry() {
     auto& lowest = beast::get_lowest_layer(*conn_->stream);
-    if (deadline_ == clock::time_point::max()) lowest.expires_never();
-    else lowest.expires_at(deadline_);
+    if (deadline_ != clock::time_point::max()) {
+      lowest.expires_at(deadline_);
+      conn_->deadline_armed = true;
+    } else if (conn_->deadline_armed) {
+      lowest.expires_never();
+      conn_->deadline_armed = false;
+    }
   }
   void reset_expiry() {
-    if (conn_ && conn_->stream) beast::get_lowest_layer(*conn_->stream).expires_never();
+    if (conn_ && conn_->stream && conn_->deadline_armed) {
+      beast::get_lowest_layer(*conn_->stream).expires_never();
+      conn_->deadline_armed = false;
+    }
   }
 
   template <class Self>
