@@ -1,4 +1,5 @@
 #include "backends.hpp"
+#include "gpu.hpp"
 
 #include <inferwire/core/bytes.hpp>
 
@@ -68,13 +69,16 @@ status two_inputs(const execution& e, std::string_view backend, const v2::infer_
   return {};
 }
 
-v2::infer_output make_output(const tensor_config& t, const shape_t& shape, std::string data) {
+v2::infer_output make_output(const tensor_config& t, const shape_t& shape, v2::tensor_data data) {
   v2::infer_output o;
   o.name = t.name;
   o.datatype = t.datatype;
   o.shape = shape;
-  o.data = v2::tensor_data::own(std::move(data));
+  o.data = std::move(data);
   return o;
+}
+v2::infer_output make_output(const tensor_config& t, const shape_t& shape, std::string data) {
+  return make_output(t, shape, v2::tensor_data::own(std::move(data)));
 }
 
 // OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.
@@ -86,9 +90,19 @@ class simple_backend final : public backend {
     if (auto st = two_inputs(e, "simple", a, b)) return st;
     if (a->datatype != b->datatype || a->data.size() != b->data.size())
       return {errc::invalid_arg, "inputs of model '" + c.name + "' must have the same shape"};
-    std::string sum(a->data.size(), '\0'), diff(a->data.size(), '\0');
+    // Results go straight into host shared-memory destinations that can hold them.
+    const std::size_t bytes = a->data.size();
+    std::string sum_own, diff_own;
+    auto target = [&](const tensor_config& t, std::string& own) -> char* {
+      if (const placement* p = e.output_place(t.name); p && !p->on_device() && p->size >= bytes)
+        return reinterpret_cast<char*>(p->data);
+      own.assign(bytes, '\0');
+      return own.data();
+    };
+    char* sum = target(c.outputs[0], sum_own);
+    char* diff = target(c.outputs[1], diff_own);
     bool ok = visit_numeric(a->datatype, [&]<class T>(T) {
-      const std::size_t n = a->data.size() / sizeof(T);
+      const std::size_t n = bytes / sizeof(T);
       const std::byte* pa = a->data.bytes().data();
       const std::byte* pb = b->data.bytes().data();
       for (std::size_t i = 0; i < n; ++i) {
@@ -96,11 +110,11 @@ class simple_backend final : public backend {
         if constexpr (std::is_integral_v<T>) {
           // Wrap to the element width, as int32 arithmetic narrowed back would.
           using U = std::make_unsigned_t<T>;
-          store(sum.data() + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y))));
-          store(diff.data() + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y))));
+          store(sum + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y))));
+          store(diff + i * sizeof(T), static_cast<T>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y))));
         } else {
-          store(sum.data() + i * sizeof(T), static_cast<T>(x + y));
-          store(diff.data() + i * sizeof(T), static_cast<T>(x - y));
+          store(sum + i * sizeof(T), static_cast<T>(x + y));
+          store(diff + i * sizeof(T), static_cast<T>(x - y));
         }
       }
     });
@@ -108,8 +122,14 @@ class simple_backend final : public backend {
       return {errc::invalid_arg, "backend 'simple' does not support data type " +
                                      std::string(wire_name(a->datatype))};
     apply_delay(c);
-    e.outputs.push_back(make_output(c.outputs[0], a->shape, std::move(sum)));
-    e.outputs.push_back(make_output(c.outputs[1], a->shape, std::move(diff)));
+    auto result = [&](const tensor_config& t, char* p, std::string& own) {
+      if (p != own.data() || own.empty())
+        return make_output(t, a->shape,
+                           v2::tensor_data::view({reinterpret_cast<const std::byte*>(p), bytes}));
+      return make_output(t, a->shape, v2::tensor_data::own(std::move(own)));
+    };
+    e.outputs.push_back(result(c.outputs[0], sum, sum_own));
+    e.outputs.push_back(result(c.outputs[1], diff, diff_own));
     return {};
   }
 };
@@ -248,6 +268,133 @@ class sequence_backend final : public backend {
   mode mode_;
 };
 
+
+// --- GPU instances -------------------------------------------------------------------------
+// Inputs already on the instance's GPU (CUDA shared memory) are read in place; outputs whose
+// destination is device memory of that GPU are written in place. Everything else is staged.
+
+/// The device address of an input on GPU `device`, staging it into `scratch` when needed.
+status device_input(const execution& e, const v2::infer_input& in, int device,
+                    device_buffer& scratch, const std::byte*& out) {
+  const placement p = e.place_of(in);
+  if (p.on_device() && p.device == device) {
+    out = p.data;
+    return {};
+  }
+  status st;
+  scratch = device_buffer(p.size, device, st);
+  if (st) return st;
+  if (auto c = gpu_copy({scratch.data(), p.size, device}, p, p.size)) return c;
+  out = scratch.data();
+  return {};
+}
+
+/// Where a `bytes`-byte output computed on GPU `device` is written: its destination when that
+/// is device memory of the GPU, otherwise `scratch`.
+std::byte* device_output(const execution& e, std::string_view name, std::size_t bytes, int device,
+                         device_buffer& scratch, status& st) {
+  if (const placement* p = e.output_place(name);
+      p && p->on_device() && p->device == device && p->size >= bytes)
+    return p->data;
+  scratch = device_buffer(bytes, device, st);
+  return scratch.data();
+}
+
+/// The output for data at `data` on GPU `device`: a view when it is the output's destination,
+/// else copied to its host destination (when that holds it) or to new host memory.
+status finish_device_output(execution& e, const tensor_config& t, const shape_t& shape,
+                            std::byte* data, std::size_t bytes, int device, data_type type) {
+  const placement* p = e.output_place(t.name);
+  v2::infer_output o;
+  o.name = t.name;
+  o.datatype = type;
+  o.shape = shape;
+  if (p && p->data == data) {
+    o.data = v2::tensor_data::view({data, bytes});
+  } else if (p && !p->on_device() && p->size >= bytes) {
+    if (auto st = gpu_copy(*p, {data, bytes, device}, bytes)) return st;
+    o.data = v2::tensor_data::view({p->data, bytes});
+  } else {
+    std::string host(bytes, '\0');
+    if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), bytes, -1}, {data, bytes, device}, bytes))
+      return st;
+    o.data = v2::tensor_data::own(std::move(host));
+  }
+  e.outputs.push_back(std::move(o));
+  return {};
+}
+
+// `simple` on the GPU: one kernel computes both outputs.
+class gpu_simple_backend final : public backend {
+ public:
+  bool on_gpu() const noexcept override { return true; }
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    const int device = c.gpu_device;
+    const v2::infer_input *a = nullptr, *b = nullptr;
+    if (auto st = two_inputs(e, "simple", a, b)) return st;
+    if (a->datatype != b->datatype || a->data.size() != b->data.size())
+      return {errc::invalid_arg, "inputs of model '" + c.name + "' must have the same shape"};
+    const std::size_t bytes = a->data.size();
+    const std::size_t width = element_size(a->datatype);
+    if (width == 0)
+      return {errc::invalid_arg, "backend 'simple' does not support data type " +
+                                     std::string(wire_name(a->datatype))};
+    device_buffer sa, sb, ssum, sdiff;
+    const std::byte *pa = nullptr, *pb = nullptr;
+    if (auto st = device_input(e, *a, device, sa, pa)) return st;
+    if (auto st = device_input(e, *b, device, sb, pb)) return st;
+    status st;
+    std::byte* sum = device_output(e, c.outputs[0].name, bytes, device, ssum, st);
+    if (st) return st;
+    std::byte* diff = device_output(e, c.outputs[1].name, bytes, device, sdiff, st);
+    if (st) return st;
+    if (auto k = gpu_add_sub(device, a->datatype, pa, pb, sum, diff, bytes / width)) return k;
+    apply_delay(c);
+    if (auto f = finish_device_output(e, c.outputs[0], a->shape, sum, bytes, device, a->datatype)) return f;
+    return finish_device_output(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype);
+  }
+};
+
+// `identity` on the GPU: device-to-device copies into device destinations; inputs on the GPU
+// that go back to host memory are copied out once.
+class gpu_identity_backend final : public backend {
+ public:
+  bool on_gpu() const noexcept override { return true; }
+  status execute(execution& e) override {
+    const auto& c = e.config;
+    if (c.inputs.size() != c.outputs.size())
+      return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
+    apply_delay(c);
+    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+      const auto* in = e.input(c.inputs[i].name);
+      if (!in) {
+        if (c.inputs[i].optional) continue;
+        return missing_input(e, c.inputs[i].name);
+      }
+      const placement src = e.place_of(*in);
+      const placement* dst = e.output_place(c.outputs[i].name);
+      v2::infer_output o;
+      o.name = c.outputs[i].name;
+      o.datatype = in->datatype;
+      o.shape = in->shape;
+      if (dst && dst->on_device() && dst->size >= src.size) {
+        if (auto st = gpu_copy(*dst, src, src.size)) return st;
+        o.data = v2::tensor_data::view({dst->data, src.size});
+      } else if (src.on_device()) {
+        if (auto st = finish_device_output(e, c.outputs[i], in->shape, src.data, src.size,
+                                           src.device, in->datatype))
+          return st;
+        continue;
+      } else {
+        o.data = v2::tensor_data::view(in->data.bytes());
+      }
+      e.outputs.push_back(std::move(o));
+    }
+    return {};
+  }
+};
+
 constexpr std::array<std::string_view, 6> backend_names{
     "simple", "simple_string", "identity", "sequence", "dyna_sequence", "accumulator"};
 
@@ -257,6 +404,10 @@ std::span<const std::string_view> builtin_backends() noexcept { return backend_n
 
 std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
   const std::string& b = config.backend;
+  if (config.gpu_device >= 0) {
+    if (b == "simple") return std::make_unique<gpu_simple_backend>();
+    if (b == "identity") return std::make_unique<gpu_identity_backend>();
+  }
   if (b == "simple") return std::make_unique<simple_backend>();
   if (b == "simple_string") return std::make_unique<simple_string_backend>();
   if (b == "identity") return std::make_unique<identity_backend>();

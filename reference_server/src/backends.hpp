@@ -7,9 +7,13 @@
 //   dyna_sequence     OUTPUT = (INPUT + START + END * CORRID) * READY
 //   accumulator       per-sequence running sum (END also adds the numeric correlation ID)
 // Every backend honours the config parameter `execute_delay_ms` (an artificial delay).
+// `simple` and `identity` models whose instances are on a GPU (instance_group KIND_GPU) run
+// there: CUDA kernels read inputs from and write outputs to device memory directly, CUDA
+// shared-memory regions included; tensors elsewhere are staged with copies.
 #pragma once
 
 #include "model_config.hpp"
+#include "shm_registry.hpp"
 
 #include <inferwire/v2/types.hpp>
 
@@ -34,10 +38,27 @@ struct execution {
   sequence_state* sequence = nullptr; ///< the sequence's state (sequence models)
   std::string correlation_id;         ///< the sequence's correlation ID as text
   std::vector<v2::infer_output> outputs;  ///< every model output, full shapes
+  /// Where inputs[i]'s bytes are when they are device memory (parallel to `inputs`, may be
+  /// shorter; host inputs have data == nullptr here). Only GPU backends see device inputs.
+  std::span<const placement> input_places;
+  /// Shared-memory destinations of outputs, by name. A backend may write an output straight
+  /// into its destination; the output's data then views the destination.
+  std::span<const std::pair<std::string, placement>> output_places;
 
   const v2::infer_input* input(std::string_view name) const noexcept {
     for (const auto& i : inputs)
       if (i.name == name) return &i;
+    return nullptr;
+  }
+  /// The device placement of an input of `inputs`, or a host placement of its data.
+  placement place_of(const v2::infer_input& in) const noexcept {
+    const auto i = static_cast<std::size_t>(&in - inputs.data());
+    if (i < input_places.size() && input_places[i].data) return input_places[i];
+    return {const_cast<std::byte*>(in.data.bytes().data()), in.data.size(), -1};
+  }
+  const placement* output_place(std::string_view name) const noexcept {
+    for (const auto& [n, p] : output_places)
+      if (n == name) return &p;
     return nullptr;
   }
 };
@@ -48,6 +69,9 @@ class backend {
   /// Computes every output of the model into `e.outputs`. Outputs may view the inputs' data
   /// (which outlives the response).
   virtual status execute(execution& e) = 0;
+  /// True for backends that run on the model's GPU and read device inputs themselves; the
+  /// others get device inputs copied to host memory first.
+  virtual bool on_gpu() const noexcept { return false; }
 };
 
 /// The backend `config.backend` names. Unknown names fail with Triton's text.

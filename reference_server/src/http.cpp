@@ -125,6 +125,7 @@ struct infer_job {
   std::string compressed;
   std::int64_t batch_size = 1;
   request_clock times;
+  tensor_places places;  ///< shared-memory tensors; holds their regions until the reply is sent
 };
 
 std::string iso_lower(std::string_view s) {
@@ -391,10 +392,12 @@ class session : public std::enable_shared_from_this<session> {
       case endpoint::repository_unload:
         if (!post) return write(not_allowed());
         return repository_control(route, std::move(req));
-      case endpoint::model_generate:
-      case endpoint::model_generate_stream:
       case endpoint::system_shm:
       case endpoint::cuda_shm:
+        if (route.action == "status" ? !get : !post) return write(not_allowed());
+        return write(shared_memory(route, req.body()));
+      case endpoint::model_generate:
+      case endpoint::model_generate_stream:
         return write(error_reply(501, "this endpoint is not implemented by inferwire-server yet"));
       case endpoint::not_found:
         break;
@@ -461,6 +464,52 @@ class session : public std::enable_shared_from_this<session> {
       return {errc::invalid_arg, e.what()};
     }
     return {};
+  }
+
+  // --- shared memory (v2-protocol §5) ----------------------------------------------------------
+
+  reply shared_memory(const inferwire::http::route& r, std::string_view body) {
+    const bool system = r.kind == endpoint::system_shm;
+    const auto kind = system ? region_kind::system : region_kind::cuda;
+    shm_registry& reg = s_.shm;
+    if (r.action == "status") {
+      boost::json::array out;
+      status st;
+      if (system) {
+        std::vector<v2::system_shm_status> v;
+        st = reg.system_status(r.region, v);
+        for (const auto& x : v) out.push_back(boost::json::value_from(x));
+      } else {
+        std::vector<v2::cuda_shm_status> v;
+        st = reg.cuda_status(r.region, v);
+        for (const auto& x : v) out.push_back(boost::json::value_from(x));
+      }
+      if (st) return error_reply(st);
+      return json_reply(boost::json::serialize(out));
+    }
+    if (auto st = reg.check_allowed()) return error_reply(st);
+    if (r.action == "unregister") {
+      if (auto st = reg.unregister(kind, r.region)) return error_reply(st);
+      return empty_reply(200);
+    }
+    // register
+    if (r.region.empty())
+      return error_reply(400, std::string("'region name' is necessary to register ") +
+                                  (system ? "system" : "cuda") + " shared memory region");
+    status st;
+    if (system) {
+      v2::system_shm_register_request q;
+      if (auto e = parse_body_as(body, q)) return error_reply(e);
+      q.name = r.region;
+      st = reg.register_system(q);
+    } else {
+      v2::cuda_shm_register_request q;
+      if (auto e = parse_body_as(body, q)) return error_reply(e);
+      q.name = r.region;
+      st = reg.register_cuda(q);
+    }
+    if (st) return error_reply(st);
+    return empty_reply(200);
   }
 
   reply trace(const inferwire::http::route& r, const bhttp::request<bhttp::string_body>& req) {
@@ -623,6 +672,7 @@ class session : public std::enable_shared_from_this<session> {
       if (auto e = v2::deduce_raw_input(job->request, c.name, inputs, c.batching(), limits))
         return fail(e);
     }
+    if (auto e = resolve_shared_memory(s_.shm, job->request, job->places)) return fail(e);
     if (auto e = validate_request(c, job->request, job->batch_size)) return fail(e);
 
     job->times.queued = clock::now();
@@ -656,7 +706,8 @@ class session : public std::enable_shared_from_this<session> {
 
   // Runs on the execution pool.
   reply run(infer_job& job, const std::string& accept) {
-    if (auto st = execute_request(*job.model, job.request, job.batch_size, job.times, job.response))
+    if (auto st = execute_request(*job.model, job.request, job.batch_size, job.times, job.response,
+                                  &job.places))
       return error_reply(st);
     if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
     reply rep;

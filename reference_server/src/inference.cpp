@@ -1,4 +1,5 @@
 #include "inference.hpp"
+#include "gpu.hpp"
 
 #include <inferwire/core/bytes.hpp>
 #include <inferwire/core/shape.hpp>
@@ -136,11 +137,6 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                                    std::to_string(c.max_batch_size) + " for '" + m + "'"};
 
   for (const auto& in : r.inputs) {
-    if (in.encoding == v2::tensor_encoding::shared_memory) {
-      // No region can be registered in this server yet (shared memory is its own feature).
-      return {errc::not_found,
-              "Unable to find shared memory region: '" + (in.shm ? in.shm->region : "") + "'"};
-    }
     const auto count = element_count(in.shape);
     if (in.datatype == data_type::bytes) {
       if (auto st = validate_bytes_input(in.data.bytes(), count.value, in.name, m, std::string(pfx))) return st;
@@ -153,9 +149,41 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                                      std::to_string(need.value) + ", got " +
                                      std::to_string(in.data.size())};
   }
-  for (const auto& o : r.outputs)
-    if (o.shm)
-      return {errc::not_found, "Unable to find shared memory region: '" + o.shm->region + "'"};
+  return {};
+}
+
+// --- shared memory -------------------------------------------------------------------------
+
+status resolve_shared_memory(shm_registry& registry, v2::infer_request& r, tensor_places& places) {
+  places.inputs.clear();
+  places.outputs.clear();
+  for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+    auto& in = r.inputs[i];
+    if (in.encoding != v2::tensor_encoding::shared_memory || !in.shm) continue;
+    placement p;
+    if (auto st = registry.resolve(*in.shm, p, places.leases)) return st;
+    if (!p.on_device()) {
+      in.data = v2::tensor_data::view({p.data, p.size});
+      continue;
+    }
+    if (in.datatype == data_type::bytes) {
+      // BYTES elements are parsed on the host.
+      std::string host(p.size, '\0');
+      if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), p.size, -1}, p, p.size))
+        return st;
+      in.data = v2::tensor_data::own(std::move(host));
+      continue;
+    }
+    if (places.inputs.size() <= i) places.inputs.resize(i + 1);
+    places.inputs[i] = p;
+    in.data = v2::tensor_data::view({p.data, p.size});  // device memory: only its size is read
+  }
+  for (const auto& o : r.outputs) {
+    if (!o.shm) continue;
+    placement p;
+    if (auto st = registry.resolve(*o.shm, p, places.leases)) return st;
+    places.outputs.emplace_back(o.name, p);
+  }
   return {};
 }
 
@@ -288,14 +316,17 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
 }  // namespace
 
 status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
-                       const request_clock& times, v2::infer_response& response) {
+                       const request_clock& times, v2::infer_response& response,
+                       const tensor_places* places) {
   const model_config& c = *model.config;
   version_stats::durations d;
   const auto start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
 
-  execution e{c, r.inputs, batch_size, nullptr, {}, {}};
+  execution e{c, r.inputs, batch_size, nullptr, {}, {}, {}, {}};
   std::vector<v2::infer_input> with_controls;
+  const std::vector<v2::infer_input>* inputs = &r.inputs;
+  std::vector<v2::infer_input> staged;
   std::unique_lock<std::mutex> sequence_lock;
   std::string sequence_key;
   bool sequence_end = false;
@@ -303,6 +334,35 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
     model.stats.record_failure(ns_between(times.received, clock::now()), backend);
     return st;
   };
+
+  if (places) {
+    e.output_places = places->outputs;
+    if (model.impl->on_gpu()) {
+      e.input_places = places->inputs;
+    } else if (!places->inputs.empty()) {
+      // A CPU instance: inputs in device memory are copied to the host first.
+      staged.reserve(r.inputs.size());
+      for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+        const auto& in = r.inputs[i];
+        auto& v = staged.emplace_back();
+        v.name = in.name;
+        v.datatype = in.datatype;
+        v.shape = in.shape;
+        v.encoding = in.encoding;
+        if (i < places->inputs.size() && places->inputs[i].data) {
+          const placement& p = places->inputs[i];
+          std::string host(p.size, '\0');
+          if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), p.size, -1}, p, p.size))
+            return fail(st, false);
+          v.data = v2::tensor_data::own(std::move(host));
+        } else {
+          v.data = v2::tensor_data::view(in.data.bytes());
+        }
+      }
+      inputs = &staged;
+      e.inputs = staged;
+    }
+  }
 
   if (c.sequence) {
     sequence_lock = std::unique_lock(model.sequence_mu);
@@ -349,8 +409,8 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
                   false);
     e.correlation_id = id_text;
     // The request's inputs as views (no copies of their data), then the control tensors.
-    with_controls.reserve(r.inputs.size() + c.sequence->controls.size());
-    for (const auto& in : r.inputs) {
+    with_controls.reserve(inputs->size() + c.sequence->controls.size());
+    for (const auto& in : *inputs) {
       auto& v = with_controls.emplace_back();
       v.name = in.name;
       v.datatype = in.datatype;
@@ -397,6 +457,24 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
     if (!o) return {};  // the backend did not produce it (e.g. from an absent optional input)
     v2::infer_output out = std::move(*o);
     out.encoding = v2::output_encoding(r, name);
+    if (out.encoding == v2::tensor_encoding::shared_memory && places) {
+      for (const auto& [n, p] : places->outputs) {
+        if (n != name) continue;
+        const auto bytes = out.data.bytes();
+        if (bytes.size() > p.size)
+          return {errc::internal, "shared memory size specified with the request for output '" +
+                                      std::string(name) + "' (" + std::to_string(p.size) +
+                                      " bytes) should be at least " + std::to_string(bytes.size()) +
+                                      " bytes to hold the results"};
+        if (bytes.data() != p.data)  // not written in place by the backend
+          if (auto st = gpu_copy(p, {const_cast<std::byte*>(bytes.data()), bytes.size(), -1},
+                                 bytes.size()))
+            return st;
+        break;
+      }
+      out.data = {};
+      out.parameters.clear();
+    }
     if (k > 0)
       if (auto st = classify(out, k, *c.output(name), c.batching())) return st;
     response.outputs.push_back(std::move(out));

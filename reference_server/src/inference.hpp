@@ -4,6 +4,7 @@
 #pragma once
 
 #include "repository.hpp"
+#include "shm_registry.hpp"
 
 #include <inferwire/v2/types.hpp>
 
@@ -20,12 +21,29 @@ struct request_clock {
   clock::time_point queued;    ///< it was handed to the execution pool
 };
 
+/// The shared-memory places of one request's tensors, and the leases that keep their regions
+/// registered until the request is done.
+struct tensor_places {
+  std::vector<placement> inputs;  ///< parallel to request.inputs; data == nullptr: not device memory
+  std::vector<std::pair<std::string, placement>> outputs;  ///< outputs requested in regions
+  std::vector<shm_lease> leases;
+};
+
+/// Resolves every shared-memory input and output of `request` against `registry` (v2-protocol
+/// §5.4): host inputs become views of their region; device inputs keep a view of device memory
+/// (its size is what validation needs) and are recorded in `places`, except BYTES inputs, which
+/// are copied to host memory here.
+status resolve_shared_memory(shm_registry& registry, v2::infer_request& request,
+                             tensor_places& places);
+
 /// Runs a validated request on `model` and fills `response` (id, model name and version, the
 /// selected outputs with their encodings). Records success or failure in the model's stats.
 /// Output data may view `request`'s input data.
+/// `places` (may be null) are the request's shared-memory places: outputs with a destination
+/// are written there and listed without data.
 status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, const request_clock& times,
-                       v2::infer_response& response);
+                       v2::infer_response& response, const tensor_places* places = nullptr);
 
 /// Applies top-k classification to `output` in place (v2-protocol §4.6).
 status classify(v2::infer_output& output, std::uint64_t k, const tensor_config& config,

@@ -1,4 +1,5 @@
 #include "model_config.hpp"
+#include "gpu.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -261,6 +262,21 @@ status finalize_config(inference::ModelConfig proto, std::string_view name,
     if (g->count() < 0)
       return {errc::invalid_arg, "instance group " + g->name() + " of model " + model +
                                      " must specify a positive count"};
+    if (g->kind() == inference::ModelInstanceGroup::KIND_GPU) {
+      // Instances run on the group's first GPU (GPU 0 when none is listed).
+      const int devices = gpu_device_count();
+      if (devices == 0)
+        return {errc::invalid_arg, "instance group " + g->name() + " of model " + model +
+                                       " has kind KIND_GPU but server does not support GPUs"};
+      if (g->gpus_size() == 0)
+        for (int d = 0; d < devices; ++d) g->add_gpus(d);
+      for (int id : g->gpus())
+        if (id < 0 || id >= devices)
+          return {errc::invalid_arg, "instance group " + g->name() + " of model " + model +
+                                         " specifies invalid or unsupported gpu id " +
+                                         std::to_string(id)};
+      if (out.gpu_device < 0) out.gpu_device = g->gpus(0);
+    }
   }
 
   out.name = model;

@@ -55,6 +55,7 @@ struct model_config {
   std::string backend;
   std::int32_t max_batch_size = 0;
   bool decoupled = false;
+  int gpu_device = -1;  ///< the GPU of the model's instances (KIND_GPU), or -1 for the CPU
   std::vector<tensor_config> inputs;
   std::vector<tensor_config> outputs;
   std::optional<sequence_config> sequence;

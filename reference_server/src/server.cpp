@@ -14,7 +14,8 @@ namespace inferwire::server {
 std::vector<std::string> server_extensions() {
   // v2-protocol §3 order, restricted to what this server implements today.
   return {"classification",      "sequence",           "model_repository",
-          "model_repository(unload_dependents)", "model_configuration", "binary_tensor_data",
+          "model_repository(unload_dependents)", "model_configuration", "system_shared_memory",
+          "cuda_shared_memory",  "binary_tensor_data",
           "parameters",          "statistics",         "trace",
           "logging"};
 }
@@ -36,6 +37,7 @@ server_state::server_state(options o)
           : opts.model_control_mode == "poll"   ? control_mode::poll
                                                 : control_mode::none,
           [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); }),
+      shm(opts.allow_client_shm),
       execution(default_threads(opts.execution_thread_count, 2, 4)) {
   for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
     ios.push_back(std::make_unique<boost::asio::io_context>(1));

@@ -6,6 +6,7 @@
 #include "logger.hpp"
 #include "options.hpp"
 #include "repository.hpp"
+#include "shm_registry.hpp"
 
 #include <inferwire/v2/types.hpp>
 
@@ -42,6 +43,7 @@ struct server_state {
   logger log;
   model_repository repository;
   trace_registry traces;
+  shm_registry shm;  ///< client shared-memory regions (released at shutdown)
   std::string metadata_json;  ///< server metadata, built once (as upstream caches it)
   /// One io_context per I/O thread: a connection lives on one of them, so I/O threads never
   /// contend for a shared scheduler. ios.front() also runs signals and shutdown.

@@ -22,7 +22,7 @@ TEST_CASE("server metadata names triton and lists the implemented extensions", "
   CHECK(r.body ==
         R"({"name":"triton","version":"0.1.0","extensions":["classification","sequence",)"
         R"x("model_repository","model_repository(unload_dependents)","model_configuration",)x"
-        R"("binary_tensor_data","parameters","statistics","trace","logging"]})");
+        R"("system_shared_memory","cuda_shared_memory","binary_tensor_data","parameters","statistics","trace","logging"]})");
 }
 
 TEST_CASE("routing: 404 and 405 replies", "[endpoints]") {
@@ -125,8 +125,10 @@ TEST_CASE("model config is printed as Triton prints it", "[endpoints]") {
 }
 
 TEST_CASE("endpoints of later features answer 501 for now", "[endpoints]") {
+  // Without --allow-client-shm, shared-memory unregister is refused as upstream does.
   auto r = post("/v2/systemsharedmemory/unregister", "");
   CHECK(r.status == 501);
+  CHECK(error_of(r).find("--allow-client-shm=true") != std::string::npos);
   r = post("/v2/models/simple/generate", "{}");
   CHECK(r.status == 501);
 }

@@ -1,0 +1,160 @@
+#include "gpu.hpp"
+
+#include <atomic>
+#include <cstring>
+
+#if INFERWIRE_SERVER_CUDA
+#include "kernels.hpp"
+
+#include <inferwire/cuda/runtime.hpp>
+#endif
+
+namespace inferwire::server {
+
+namespace {
+std::atomic<std::uint64_t> host_copies{0};
+}
+
+std::uint64_t gpu_host_copies() noexcept { return host_copies.load(std::memory_order_relaxed); }
+
+#if INFERWIRE_SERVER_CUDA
+
+int gpu_device_count() noexcept { return cuda::device_count(); }
+
+std::string gpu_unavailable_reason() { return cuda::unavailable_reason(); }
+
+namespace {
+
+status cuda_failure(cudaError_t e, const std::string& what) {
+  (void)cudaGetLastError();
+  return {errc::internal, what + " failed: " + cuda::error_text(e)};
+}
+
+bool element_of(data_type t, kernels::element& out) {
+  using kernels::element;
+  switch (t) {
+    case data_type::uint8: out = element::u8; return true;
+    case data_type::uint16: out = element::u16; return true;
+    case data_type::uint32: out = element::u32; return true;
+    case data_type::uint64: out = element::u64; return true;
+    case data_type::int8: out = element::i8; return true;
+    case data_type::int16: out = element::i16; return true;
+    case data_type::int32: out = element::i32; return true;
+    case data_type::int64: out = element::i64; return true;
+    case data_type::fp32: out = element::f32; return true;
+    case data_type::fp64: out = element::f64; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+device_buffer::device_buffer(std::size_t size, int device, status& st) {
+  st = {};
+  if (size == 0) return;
+  try {
+    cuda::device_guard g(device);
+    void* p = nullptr;
+    if (auto e = cudaMalloc(&p, size); e != cudaSuccess) {
+      st = cuda_failure(e, "cudaMalloc(" + std::to_string(size) + ")");
+      return;
+    }
+    data_ = static_cast<std::byte*>(p);
+    size_ = size;
+    device_ = device;
+  } catch (const std::exception& e) {
+    st = {errc::internal, e.what()};
+  }
+}
+
+device_buffer::device_buffer(device_buffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+      device_(std::exchange(o.device_, -1)) {}
+
+device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
+  if (this != &o) {
+    device_buffer old(std::move(*this));
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    device_ = std::exchange(o.device_, -1);
+  }
+  return *this;
+}
+
+device_buffer::~device_buffer() {
+  if (!data_) return;
+  int previous = 0;
+  (void)cudaGetDevice(&previous);
+  (void)cudaSetDevice(device_);
+  (void)cudaFree(data_);
+  (void)cudaSetDevice(previous);
+}
+
+status gpu_copy(placement dst, placement src, std::size_t size) {
+  if (size == 0) return {};
+  if (!dst.on_device() && !src.on_device()) {
+    std::memcpy(dst.data, src.data, size);
+    return {};
+  }
+  try {
+    cuda::device_guard g(dst.on_device() ? dst.device : src.device);
+    cudaError_t e = cudaSuccess;
+    if (dst.on_device() && src.on_device() && dst.device != src.device) {
+      e = cudaMemcpyPeerAsync(dst.data, dst.device, src.data, src.device, size,
+                              cudaStreamPerThread);
+    } else {
+      e = cudaMemcpyAsync(dst.data, src.data, size, cudaMemcpyDefault, cudaStreamPerThread);
+      if (dst.on_device() != src.on_device()) host_copies.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e != cudaSuccess) return cuda_failure(e, "cudaMemcpy");
+  } catch (const std::exception& x) {
+    return {errc::internal, x.what()};
+  }
+  return {};
+}
+
+status gpu_add_sub(int device, data_type type, const std::byte* a, const std::byte* b,
+                   std::byte* sum, std::byte* diff, std::size_t count) {
+  kernels::element el{};
+  if (!element_of(type, el))
+    return {errc::invalid_arg,
+            "backend 'simple' does not support data type " + std::string(wire_name(type))};
+  try {
+    cuda::device_guard g(device);
+    cudaError_t e = kernels::add_sub(el, a, b, sum, diff, count, cudaStreamPerThread);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e != cudaSuccess) return cuda_failure(e, "the simple kernel");
+  } catch (const std::exception& x) {
+    return {errc::internal, x.what()};
+  }
+  return {};
+}
+
+#else  // no CUDA toolkit at build time
+
+int gpu_device_count() noexcept { return 0; }
+
+std::string gpu_unavailable_reason() { return "this build of the server has no CUDA support"; }
+
+device_buffer::device_buffer(std::size_t, int, status& st) {
+  st = {errc::unsupported, gpu_unavailable_reason()};
+}
+device_buffer::device_buffer(device_buffer&&) noexcept = default;
+device_buffer& device_buffer::operator=(device_buffer&&) noexcept = default;
+device_buffer::~device_buffer() = default;
+
+status gpu_copy(placement dst, placement src, std::size_t size) {
+  if (dst.on_device() || src.on_device()) return {errc::unsupported, gpu_unavailable_reason()};
+  if (size) std::memcpy(dst.data, src.data, size);
+  return {};
+}
+
+status gpu_add_sub(int, data_type, const std::byte*, const std::byte*, std::byte*, std::byte*,
+                   std::size_t) {
+  return {errc::unsupported, gpu_unavailable_reason()};
+}
+
+#endif
+
+}  // namespace inferwire::server

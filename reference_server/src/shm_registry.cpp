@@ -1,0 +1,246 @@
+#include "shm_registry.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if INFERWIRE_SERVER_CUDA
+#include <inferwire/shm/cuda_region.hpp>
+#endif
+
+namespace inferwire::server {
+
+struct shm_region {
+  std::string name;
+  region_kind kind = region_kind::system;
+  std::string key;
+  std::uint64_t offset = 0;
+  std::uint64_t byte_size = 0;
+  std::uint64_t device_id = 0;
+  std::byte* base = nullptr;  // the host mapping, or the device pointer
+#if INFERWIRE_SERVER_CUDA
+  shm::cuda_ipc_mapping ipc;
+#endif
+
+  shm_region() = default;
+  shm_region(const shm_region&) = delete;
+  shm_region& operator=(const shm_region&) = delete;
+  ~shm_region() {
+    if (kind == region_kind::system && base) ::munmap(base, byte_size);
+  }
+};
+
+namespace {
+
+constexpr std::string_view reserved_prefix = "triton_python_backend_shm_region_";
+
+}  // namespace
+
+shm_registry::shm_registry(bool allow_register)
+    : allow_register_(allow_register), self_(std::make_shared<std::atomic<shm_registry*>>(this)) {}
+
+shm_registry::~shm_registry() {
+  self_->store(nullptr);
+  std::lock_guard lock(mu_);
+  regions_.clear();
+}
+
+status shm_registry::check_allowed() const {
+  if (allow_register_) return {};
+  return {errc::unsupported,
+          "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
+          "enable."};
+}
+
+status shm_registry::register_system(const v2::system_shm_register_request& q) {
+  if (auto st = check_allowed()) return st;
+  const std::string& r = q.name;
+  if (q.key.find_first_not_of('/') == std::string::npos)
+    return {errc::invalid_arg,
+            "cannot register shared memory region '" + r + "' - invalid shm key '" + q.key + "'"};
+  if (std::string_view(q.key).substr(q.key.find_first_not_of('/')).starts_with(reserved_prefix))
+    return {errc::invalid_arg, "cannot register shared memory region '" + r + "' with key '" +
+                                   q.key + "' as the key contains the reserved prefix '" +
+                                   std::string(reserved_prefix) + "'"};
+  std::lock_guard lock(mu_);
+  if (regions_.count(r))
+    return {errc::already_exists, "shared memory region '" + r + "' already in manager"};
+  int fd = ::shm_open(q.key.c_str(), O_RDWR, 0);
+  if (fd < 0) return {errc::internal, "Unable to open shared memory region: '" + q.key + "'"};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return {errc::internal, "Invalid shared memory region: '" + q.key + "'"};
+  }
+  const auto object_size = static_cast<std::uint64_t>(st.st_size);
+  if (q.offset > object_size || q.byte_size > object_size - q.offset) {
+    ::close(fd);
+    return {errc::invalid_arg, "failed to register shared memory region '" + r + "': invalid args"};
+  }
+  void* p = MAP_FAILED;
+  int err = EINVAL;
+  if (q.offset <= static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) {
+    p = ::mmap(nullptr, q.byte_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               static_cast<off_t>(q.offset));
+    err = errno;
+  }
+  ::close(fd);
+  if (p == MAP_FAILED)
+    return {errc::invalid_arg, "failed to register shared memory region '" + r +
+                                   "': unable to process address space" + std::strerror(err)};
+  auto region = std::make_shared<shm_region>();
+  region->name = r;
+  region->kind = region_kind::system;
+  region->key = q.key;
+  region->offset = q.offset;
+  region->byte_size = q.byte_size;
+  region->base = static_cast<std::byte*>(p);
+  regions_.emplace(r, entry{std::move(region)});
+  return {};
+}
+
+status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
+  if (auto st = check_allowed()) return st;
+  const std::string& r = q.name;
+#if INFERWIRE_SERVER_CUDA
+  if (cuda::available()) {
+    std::lock_guard lock(mu_);
+    if (regions_.count(r))
+      return {errc::already_exists, "shared memory region '" + r + "' already in manager"};
+    auto region = std::make_shared<shm_region>();
+    try {
+      if (q.device_id > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw std::invalid_argument("device id");
+      region->ipc = shm::cuda_ipc_mapping::open(std::as_bytes(std::span(q.raw_handle)),
+                                                static_cast<int>(q.device_id));
+    } catch (const std::exception&) {
+      return {errc::invalid_arg, "failed to register shared memory region: invalid args"};
+    }
+    if (region->ipc.allocation_size() != 0 && q.byte_size > region->ipc.allocation_size())
+      return {errc::invalid_arg, "failed to register shared memory region '" + r + "': invalid args"};
+    region->name = r;
+    region->kind = region_kind::cuda;
+    region->byte_size = q.byte_size;
+    region->device_id = q.device_id;
+    region->base = static_cast<std::byte*>(region->ipc.data());
+    regions_.emplace(r, entry{std::move(region)});
+    return {};
+  }
+#endif
+  return {errc::invalid_arg,
+          "failed to register CUDA shared memory region: '" + r + "', GPUs not supported"};
+}
+
+status shm_registry::system_status(std::string_view name,
+                                   std::vector<v2::system_shm_status>& out) const {
+  std::lock_guard lock(mu_);
+  out.clear();
+  for (const auto& [n, e] : regions_) {
+    if (!name.empty() && n != name) continue;
+    const auto& g = *e.region;
+    if (g.kind != region_kind::system) {
+      if (!name.empty())
+        return {errc::not_found, "The region named '" + n +
+                                     "' is registered as CUDA shared memory, not system shared memory"};
+      continue;
+    }
+    out.push_back({g.name, g.key, g.offset, g.byte_size});
+  }
+  if (!name.empty() && out.empty())
+    return {errc::not_found, "Unable to find system shared memory region: '" + std::string(name) + "'"};
+  return {};
+}
+
+status shm_registry::cuda_status(std::string_view name, std::vector<v2::cuda_shm_status>& out) const {
+  std::lock_guard lock(mu_);
+  out.clear();
+  for (const auto& [n, e] : regions_) {
+    if (!name.empty() && n != name) continue;
+    const auto& g = *e.region;
+    if (g.kind != region_kind::cuda) {
+      if (!name.empty())
+        return {errc::not_found, "The region named '" + n +
+                                     "' is registered as system shared memory, not CUDA shared memory"};
+      continue;
+    }
+    out.push_back({g.name, g.device_id, g.byte_size});
+  }
+  if (!name.empty() && out.empty())
+    return {errc::not_found, "Unable to find cuda shared memory region: '" + std::string(name) + "'"};
+  return {};
+}
+
+status shm_registry::unregister(region_kind kind, std::string_view name) {
+  if (auto st = check_allowed()) return st;
+  std::lock_guard lock(mu_);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    auto& e = it->second;
+    if ((!name.empty() && it->first != name) || e.region->kind != kind) {
+      ++it;
+      continue;
+    }
+    if (e.users > 0) {
+      e.awaiting_unregister = true;  // removed by the last request using it
+      ++it;
+    } else {
+      it = regions_.erase(it);
+    }
+  }
+  return {};
+}
+
+status shm_registry::resolve(const v2::shm_ref& ref, placement& out, std::vector<shm_lease>& leases) {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(ref.region);
+  if (it == regions_.end())
+    return {errc::not_found, "Unable to find shared memory region: '" + ref.region + "'"};
+  auto& e = it->second;
+  const shm_region& g = *e.region;
+  if (ref.offset >= g.byte_size)
+    return {errc::invalid_arg, "Invalid offset for shared memory region: '" + ref.region + "'"};
+  if (ref.byte_size > std::numeric_limits<std::uint64_t>::max() - ref.offset)
+    return {errc::invalid_arg, "Integer overflow detected: byte_size (" +
+                                   std::to_string(ref.byte_size) + ") + offset (" +
+                                   std::to_string(ref.offset) + ") exceeds maximum value (" +
+                                   std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+                                   ") for region '" + ref.region + "'"};
+  if (ref.offset + ref.byte_size > g.byte_size)
+    return {errc::invalid_arg,
+            "Invalid offset + byte size for shared memory region: '" + ref.region + "'"};
+  out.data = g.base + ref.offset;
+  out.size = static_cast<std::size_t>(ref.byte_size);
+  out.device = g.kind == region_kind::cuda ? static_cast<int>(g.device_id) : -1;
+  ++e.users;
+  // The lease's deleter gives the use back; it finds the registry through self_ (null once the
+  // registry is gone) and keeps the region itself alive in any case.
+  leases.emplace_back(nullptr, [self = self_, name = it->first, region = e.region](void*) {
+    if (shm_registry* reg = self->load()) reg->release(name, region);
+  });
+  return {};
+}
+
+void shm_registry::release(const std::string& name, const std::shared_ptr<shm_region>& region) {
+  std::lock_guard lock(mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end() || it->second.region != region) return;
+  if (it->second.users > 0) --it->second.users;
+  if (it->second.users == 0 && it->second.awaiting_unregister) regions_.erase(it);
+}
+
+void shm_registry::clear() {
+  std::lock_guard lock(mu_);
+  regions_.clear();
+}
+
+std::size_t shm_registry::size() const {
+  std::lock_guard lock(mu_);
+  return regions_.size();
+}
+
+}  // namespace inferwire::server
