@@ -81,8 +81,14 @@ inline int start_reference_server(const std::string& server, const std::string& 
   std::vector<std::string> args{
       server, "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
       "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models",
-      "--http-address", "127.0.0.1", "--http-port", "0", "--allow-metrics=false",
-      "--allow-grpc=false"};
+      "--http-address", "127.0.0.1", "--http-port", "0"};
+  // Defaults that `extra` may set otherwise.
+  for (const char* flag : {"--allow-metrics=false", "--allow-grpc=false"}) {
+    const std::string name = std::string(flag).substr(0, std::string(flag).find('='));
+    bool overridden = false;
+    for (const auto& e : extra) overridden |= e.rfind(name, 0) == 0;
+    if (!overridden) args.emplace_back(flag);
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   pid = spawn(args, log);
   for (int i = 0; i < 500; ++i) {

@@ -677,8 +677,13 @@ class session : public std::enable_shared_from_this<session> {
 
     job->times.queued = clock::now();
     std::string accept(job->req[bhttp::field::accept_encoding]);
+    // Host bytes to process: inputs already in the GPU memory of a GPU instance cost the
+    // I/O thread nothing, so such requests skip the hand-off to the execution pool.
+    const bool gpu_model = job->model->impl->on_gpu();
     std::size_t input_bytes = 0;
-    for (const auto& in : job->request.inputs) input_bytes += in.data.size();
+    for (std::size_t i = 0; i < job->request.inputs.size(); ++i)
+      if (!gpu_model || i >= job->places.inputs.size() || !job->places.inputs[i].data)
+        input_bytes += job->request.inputs[i].data.size();
     if (!c.parameters.count("execute_delay_ms") && !c.proto.has_dynamic_batching() &&
         input_bytes <= inline_execution_limit) {
       reply rep = run(*job, accept);

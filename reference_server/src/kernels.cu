@@ -46,7 +46,12 @@ cudaError_t launch(const void* a, const void* b, void* sum, void* diff, std::siz
   constexpr unsigned threads = 256;
   int device = 0, sms = 0;
   cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  static thread_local int cached_device = -1, cached_sms = 0;
+  if (device != cached_device) {
+    cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, device);
+    cached_device = device;
+  }
+  sms = cached_sms;
   const std::size_t wanted = (n + threads - 1) / threads;
   const std::size_t cap = static_cast<std::size_t>(sms > 0 ? sms : 80) * 16;
   const unsigned blocks = static_cast<unsigned>(wanted < cap ? wanted : cap);

@@ -1,4 +1,5 @@
 #include "server.hpp"
+#include "gpu.hpp"
 
 #include <inferwire/version.hpp>
 #include <inferwire/v2/json.hpp>
@@ -178,6 +179,10 @@ std::string server_state::metrics_text() const {
   family("nv_inference_compute_output_duration_us", "counter",
          "Cumulative inference compute output duration in microseconds (does not include cached requests)",
          [](const row& r) { return r.s.inference_stats.compute_output.ns / 1000; });
+  // Our own: copies between host and GPU memory made to stage tensors (0 on the zero-copy path).
+  out.append("# HELP inferwire_gpu_host_copies Copies between host and GPU memory made to stage tensors\n"
+             "# TYPE inferwire_gpu_host_copies counter\n"
+             "inferwire_gpu_host_copies " + std::to_string(gpu_host_copies()) + "\n");
   return out;
 }
 

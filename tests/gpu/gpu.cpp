@@ -1,0 +1,301 @@
+// GPU tests: CUDA shared-memory regions in the SDK, CUDA IPC across two processes, and the
+// server's GPU path (CUDA regions in and out of kernels, staging for mixed placements, zero
+// host copies on the direct path), checked against the CPU backend. Without a usable GPU the
+// program prints why and exits 77, which ctest reports as skipped.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <inferwire/http/client.hpp>
+#include <inferwire/shm/cuda_region.hpp>
+#include <inferwire/shm/system_region.hpp>
+
+#include "../integration/harness.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <regex>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace iwtest;
+namespace v2 = inferwire::v2;
+namespace ih = inferwire::http;
+namespace shm = inferwire::shm;
+namespace cuda = inferwire::cuda;
+using inferwire::data_type;
+
+namespace {
+
+std::string self_path;
+
+std::string hex(std::string_view bytes) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+std::string unhex(std::string_view h) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2)
+    out += static_cast<char>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16));
+  return out;
+}
+
+/// The peer process of the IPC test: opens the handle, adds 1000 to 16 INT32s, exits.
+int ipc_peer(const char* handle_hex) {
+  try {
+    std::string handle = unhex(handle_hex);
+    auto m = shm::cuda_ipc_mapping::open(std::as_bytes(std::span(handle)), 0);
+    std::vector<std::int32_t> v(16);
+    cuda::check(cudaMemcpy(v.data(), m.data(), 64, cudaMemcpyDeviceToHost), "peer read");
+    for (auto& x : v) x += 1000;
+    cuda::check(cudaMemcpy(m.data(), v.data(), 64, cudaMemcpyHostToDevice), "peer write");
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ipc peer: %s\n", e.what());
+    return 1;
+  }
+}
+
+server_process& gpu_server() {
+  static server_process s({"--allow-client-shm=true", "--model-repository",
+                           std::string(INFERWIRE_SOURCE_DIR) + "/tests/gpu/models"});
+  return s;
+}
+
+ih::client client_of(const server_process& s) {
+  return ih::client("127.0.0.1", std::to_string(s.http_port()));
+}
+
+std::uint64_t host_copies(const server_process& s) {
+  auto r = request(s.metrics_port(), "GET", "/metrics");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.body, m, std::regex("\ninferwire_gpu_host_copies ([0-9]+)")));
+  return std::stoull(m[1]);
+}
+
+template <class T>
+std::vector<T> read_device(const shm::cuda_region& r, std::size_t offset, std::size_t count) {
+  std::vector<T> v(count);
+  r.copy_to_host(offset, std::as_writable_bytes(std::span(v)));
+  return v;
+}
+
+/// OUTPUT0/OUTPUT1 of the CPU `simple` model for two [1,16] INT32 inputs, as reference.
+std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> cpu_simple(
+    ih::client& c, const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_input("INPUT0", a, {1, 16}));
+  q.inputs.push_back(v2::make_input("INPUT1", b, {1, 16}));
+  auto r = c.infer("simple", q);
+  auto s = r.as<std::int32_t>("OUTPUT0");
+  auto d = r.as<std::int32_t>("OUTPUT1");
+  return {{s.begin(), s.end()}, {d.begin(), d.end()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--ipc-peer") return ipc_peer(argv[2]);
+  if (!cuda::available()) {
+    std::printf("GPU tests skipped: %s\n", cuda::unavailable_reason().c_str());
+    return 77;
+  }
+  self_path = argv[0];
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  std::printf("GPU tests on %s (%d device(s))\n", p.name, cuda::device_count());
+  return Catch::Session().run(argc, argv);
+}
+
+TEST_CASE("gpu: cuda_region allocates, copies and exports", "[gpu]") {
+  auto r = shm::cuda_region::allocate(1 << 20);
+  CHECK(r.size() == (1u << 20));
+  CHECK(r.device() == 0);
+  CHECK(cuda::device_of(r.data()) == 0);
+  std::vector<std::int32_t> v(256);
+  std::iota(v.begin(), v.end(), -7);
+  r.copy_from_host(4096, std::as_bytes(std::span(v)));
+  CHECK(read_device<std::int32_t>(r, 4096, 256) == v);
+  CHECK(r.ipc_handle().size() == 64);
+  auto q = r.register_request("x");
+  CHECK(q.raw_handle.size() == 64);
+  CHECK(q.byte_size == r.size());
+  CHECK_THROWS_AS(r.copy_from_host(r.size() - 2, std::as_bytes(std::span(v))), std::out_of_range);
+  auto adopted = shm::cuda_region::adopt(r.data(), r.size());
+  CHECK(adopted.device() == 0);
+  int host = 0;
+  CHECK_THROWS_AS(shm::cuda_region::adopt(&host, 4), std::invalid_argument);
+  std::string bad(64, '\0');
+  CHECK_THROWS_AS(shm::cuda_ipc_mapping::open(std::as_bytes(std::span(bad)), 0), cuda::error);
+  CHECK_THROWS_AS(shm::cuda_ipc_mapping::open(std::as_bytes(std::span(bad)), 99), cuda::error);
+}
+
+TEST_CASE("gpu: CUDA IPC across two processes", "[gpu]") {
+  auto r = shm::cuda_region::allocate(64);
+  std::vector<std::int32_t> v(16);
+  std::iota(v.begin(), v.end(), 0);
+  r.copy_from_host(0, std::as_bytes(std::span(v)));
+  std::string h = hex(r.ipc_handle());
+  std::vector<char*> args{self_path.data(), const_cast<char*>("--ipc-peer"), h.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, self_path.c_str(), nullptr, nullptr, args.data(), environ) == 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  auto after = read_device<std::int32_t>(r, 0, 16);
+  CHECK(after[0] == 1000);
+  CHECK(after[15] == 1015);
+}
+
+TEST_CASE("gpu: CUDA region registration, status and errors", "[gpu]") {
+  auto& s = gpu_server();
+  auto c = client_of(s);
+  c.unregister_cuda_shared_memory();
+  auto r = shm::cuda_region::allocate(4096);
+  c.register_cuda_shared_memory(r.register_request("cuda_a"));
+  auto st = c.cuda_shared_memory_status();
+  REQUIRE(st.size() == 1);
+  CHECK(st[0] == v2::cuda_shm_status{"cuda_a", 0, 4096});
+  ih::error_code ec;
+  c.register_cuda_shared_memory(r.register_request("cuda_a"), ec);
+  CHECK(ec.message() == "shared memory region 'cuda_a' already in manager");
+  auto big = r.register_request("cuda_big");
+  big.byte_size = 8192;
+  c.register_cuda_shared_memory(big, ec);
+  CHECK(ih::server_status(ec) == 400);
+  CHECK(ec.message() == "failed to register shared memory region 'cuda_big': invalid args");
+  c.register_cuda_shared_memory(v2::cuda_shm_register_request{"cuda_bad", std::string(64, 'x'), 0, 64}, ec);
+  CHECK(ih::server_status(ec) == 400);
+  CHECK(ec.message() == "failed to register shared memory region: invalid args");
+  c.system_shared_memory_status("cuda_a", ec);
+  CHECK(ih::server_status(ec) == 404);
+  CHECK(ec.message() == "The region named 'cuda_a' is registered as CUDA shared memory, not system shared memory");
+  c.unregister_system_shared_memory("cuda_a");  // the other kind: a no-op
+  CHECK(c.cuda_shared_memory_status().size() == 1);
+  c.unregister_cuda_shared_memory("cuda_a");
+  CHECK(c.cuda_shared_memory_status().empty());
+}
+
+TEST_CASE("gpu: simple on the GPU reads and writes CUDA regions directly", "[gpu]") {
+  auto& s = gpu_server();
+  auto c = client_of(s);
+  c.unregister_cuda_shared_memory();
+  std::vector<std::int32_t> a(16), b(16);
+  for (int i = 0; i < 16; ++i) {
+    a[i] = i * 1000003;
+    b[i] = 2147483647 - i;  // sums wrap
+  }
+  auto [want_sum, want_diff] = cpu_simple(c, a, b);
+
+  auto in = shm::cuda_region::allocate(128);
+  auto out = shm::cuda_region::allocate(128);
+  in.copy_from_host(0, std::as_bytes(std::span(a)));
+  in.copy_from_host(64, std::as_bytes(std::span(b)));
+  c.register_cuda_shared_memory(in.register_request("gin"));
+  c.register_cuda_shared_memory(out.register_request("gout"));
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {16}, {"gin", 0, 64}));
+  q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {16}, {"gin", 64, 64}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"gout", 0, 64}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT1", {"gout", 64, 64}));
+
+  const auto copies_before = host_copies(s);
+  auto result = c.infer("simple_gpu", q);
+  CHECK(host_copies(s) == copies_before);  // zero host copies
+  REQUIRE(result.outputs().size() == 2);
+  CHECK(result.outputs()[0].data.empty());
+  CHECK(read_device<std::int32_t>(out, 0, 16) == want_sum);
+  CHECK(read_device<std::int32_t>(out, 64, 16) == want_diff);
+
+  SECTION("a CPU instance with CUDA regions stages through host memory") {
+    std::vector<std::int32_t> zero(32, 0);
+    out.copy_from_host(0, std::as_bytes(std::span(zero)));
+    v2::infer_request qc = q;
+    for (auto& i : qc.inputs) i.shape = {1, 16};
+    c.infer("simple", qc);
+    CHECK(host_copies(s) > copies_before);
+    CHECK(read_device<std::int32_t>(out, 0, 16) == want_sum);
+    CHECK(read_device<std::int32_t>(out, 64, 16) == want_diff);
+  }
+  SECTION("a GPU instance with ordinary binary tensors stages to and from the GPU") {
+    v2::infer_request qb;
+    qb.inputs.push_back(v2::make_input("INPUT0", a, {16}));
+    qb.inputs.push_back(v2::make_input("INPUT1", b, {16}));
+    auto rb = c.infer("simple_gpu", qb);
+    auto sum = rb.as<std::int32_t>("OUTPUT0");
+    CHECK(std::vector<std::int32_t>(sum.begin(), sum.end()) == want_sum);
+    auto diff = rb.as<std::int32_t>("OUTPUT1");
+    CHECK(std::vector<std::int32_t>(diff.begin(), diff.end()) == want_diff);
+  }
+  SECTION("device inputs, host outputs") {
+    v2::infer_request qh;
+    qh.inputs = q.inputs;
+    auto rh = c.infer("simple_gpu", qh);
+    auto sum = rh.as<std::int32_t>("OUTPUT0");
+    CHECK(std::vector<std::int32_t>(sum.begin(), sum.end()) == want_sum);
+  }
+  SECTION("an output region too small") {
+    v2::infer_request qs = q;
+    qs.outputs[1].shm->byte_size = 32;
+    ih::error_code ec;
+    c.infer("simple_gpu", qs, ec);
+    CHECK(ih::server_status(ec) == 500);
+    CHECK(ec.message() == "shared memory size specified with the request for output 'OUTPUT1' "
+                          "(32 bytes) should be at least 64 bytes to hold the results");
+  }
+  c.unregister_cuda_shared_memory();
+  ih::error_code ec;
+  c.infer("simple_gpu", q, ec);
+  CHECK(ih::server_status(ec) == 404);
+  CHECK(ec.message() == "Unable to find shared memory region: 'gin'");
+}
+
+TEST_CASE("gpu: identity on the GPU between system and CUDA regions", "[gpu]") {
+  auto& s = gpu_server();
+  auto c = client_of(s);
+  c.unregister_cuda_shared_memory();
+  c.unregister_system_shared_memory();
+  std::vector<float> x(1024);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.5f - 3.f;
+  const std::size_t bytes = x.size() * sizeof(float);
+  auto din = shm::cuda_region::allocate(bytes);
+  auto dout = shm::cuda_region::allocate(bytes);
+  din.copy_from_host(0, std::as_bytes(std::span(x)));
+  auto host = shm::system_region::create("/iwgpu_" + std::to_string(::getpid()), bytes);
+  host.write(0, std::as_bytes(std::span(x)));
+  c.register_cuda_shared_memory(din.register_request("din"));
+  c.register_cuda_shared_memory(dout.register_request("dout"));
+  c.register_system_shared_memory(host.register_request("hin"));
+  auto make = [&](std::string in_region, std::optional<std::string> out_region) {
+    v2::infer_request q;
+    q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::fp32,
+                                          {static_cast<std::int64_t>(x.size())}, {in_region, 0, bytes}));
+    if (out_region) q.outputs.push_back(v2::make_shm_output("OUTPUT0", {*out_region, 0, bytes}));
+    return q;
+  };
+  const auto before = host_copies(s);
+  c.infer("identity_gpu", make("din", "dout"));  // device to device
+  CHECK(host_copies(s) == before);
+  CHECK(read_device<float>(dout, 0, x.size()) == x);
+
+  std::vector<float> zero(x.size(), 0.f);
+  dout.copy_from_host(0, std::as_bytes(std::span(zero)));
+  c.infer("identity_gpu", make("hin", "dout"));  // host region to device region
+  CHECK(read_device<float>(dout, 0, x.size()) == x);
+
+  auto r = c.infer("identity_gpu", make("din", std::nullopt));  // device region to the reply
+  auto y = r.as<float>("OUTPUT0");
+  CHECK(std::vector<float>(y.begin(), y.end()) == x);
+  c.unregister_cuda_shared_memory();
+  c.unregister_system_shared_memory();
+}
