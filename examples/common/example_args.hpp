@@ -13,15 +13,20 @@ namespace example {
 struct args {
   std::string host = "localhost";
   std::string port = "8000";
+  std::string model;  ///< -m, for examples that take a model name
 };
 
-/// Parses the options; prints `usage` and exits for --help or a bad command line.
-inline args parse(int argc, char** argv, const char* usage) {
+/// Parses the options; prints `usage` and exits for --help or a bad command line. With a
+/// `default_model`, `-m NAME` picks the model.
+inline args parse(int argc, char** argv, const char* usage, const char* default_model = nullptr) {
   namespace po = boost::program_options;
   std::string url = "localhost:8000";
   po::options_description opts("options");
   opts.add_options()("help,h", "print this help")(
       "url,u", po::value(&url)->default_value(url), "server address, host:port");
+  std::string model = default_model ? default_model : "";
+  if (default_model)
+    opts.add_options()("model,m", po::value(&model)->default_value(model), "model name");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, opts), vm);
@@ -35,6 +40,7 @@ inline args parse(int argc, char** argv, const char* usage) {
     std::exit(0);
   }
   args a;
+  a.model = model;
   if (auto colon = url.rfind(':'); colon != std::string::npos) {
     a.host = url.substr(0, colon);
     a.port = url.substr(colon + 1);
