@@ -11,6 +11,8 @@
 
 #include "../integration/harness.hpp"
 
+#include <boost/algorithm/hex.hpp>
+
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -33,26 +35,10 @@ namespace {
 
 std::string self_path;
 
-std::string hex(std::string_view bytes) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
-}
-std::string unhex(std::string_view h) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < h.size(); i += 2)
-    out += static_cast<char>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16));
-  return out;
-}
-
 /// The peer process of the IPC test: opens the handle, adds 1000 to 16 INT32s, exits.
 int ipc_peer(const char* handle_hex) {
   try {
-    std::string handle = unhex(handle_hex);
+    std::string handle = boost::algorithm::unhex(std::string(handle_hex));
     auto m = shm::cuda_ipc_mapping::open(std::as_bytes(std::span(handle)), 0);
     std::vector<std::int32_t> v(16);
     cuda::check(cudaMemcpy(v.data(), m.data(), 64, cudaMemcpyDeviceToHost), "peer read");
@@ -144,7 +130,7 @@ TEST_CASE("gpu: CUDA IPC across two processes", "[gpu]") {
   std::vector<std::int32_t> v(16);
   std::iota(v.begin(), v.end(), 0);
   r.copy_from_host(0, std::as_bytes(std::span(v)));
-  std::string h = hex(r.ipc_handle());
+  std::string h = boost::algorithm::hex(r.ipc_handle());
   std::vector<char*> args{self_path.data(), const_cast<char*>("--ipc-peer"), h.data(), nullptr};
   pid_t pid = 0;
   REQUIRE(posix_spawn(&pid, self_path.c_str(), nullptr, nullptr, args.data(), environ) == 0);
