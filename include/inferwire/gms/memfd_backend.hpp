@@ -1,0 +1,88 @@
+// inferwire/gms/memfd_backend.hpp
+//
+// A GMS server backend on plain memory: each allocation is a `memfd_create` object of the
+// aligned size, exported as a duplicate of its fd. Real memory, real descriptors and real
+// SCM_RIGHTS passing, so the whole protocol runs without a GPU. An optional capacity makes
+// allocations beyond it report out-of-memory, which exercises the server's retry path.
+//
+// A backend provides: granularity(); allocate(aligned_size, handle&) -> alloc_status;
+// export_fd(handle) -> a new fd (the caller closes it); release(handle).
+#ifndef INFERWIRE_GMS_MEMFD_BACKEND_HPP
+#define INFERWIRE_GMS_MEMFD_BACKEND_HPP
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace inferwire::gms {
+
+/// What an allocation attempt gave.
+enum class alloc_status { ok, out_of_memory };
+
+class memfd_backend {
+ public:
+  struct handle {
+    int fd = -1;
+    std::size_t size = 0;
+  };
+
+  /// `granularity` must be a power of two multiple of the page size; `capacity` bounds the
+  /// bytes allocated at once (out_of_memory beyond it).
+  explicit memfd_backend(std::size_t granularity = std::size_t{2} << 20,
+                         std::size_t capacity = std::numeric_limits<std::size_t>::max())
+      : granularity_(granularity), capacity_(capacity) {
+    if (granularity == 0 || (granularity & (granularity - 1)) != 0)
+      throw std::invalid_argument("memfd_backend: granularity must be a power of two");
+  }
+
+  std::size_t granularity() const noexcept { return granularity_; }
+  std::size_t allocated() const noexcept { return allocated_; }
+  std::string name() const { return "memfd"; }
+
+  alloc_status allocate(std::size_t aligned_size, handle& out) {
+    if (aligned_size > capacity_ - allocated_) return alloc_status::out_of_memory;
+    int fd = ::memfd_create("gms-allocation", MFD_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
+    if (::ftruncate(fd, static_cast<off_t>(aligned_size)) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == ENOMEM || err == ENOSPC) return alloc_status::out_of_memory;
+      throw std::system_error(err, std::generic_category(), "ftruncate");
+    }
+    out = {fd, aligned_size};
+    allocated_ += aligned_size;
+    return alloc_status::ok;
+  }
+
+  /// A new descriptor of the allocation (a dup of the cached one).
+  int export_fd(const handle& h) {
+    int fd = ::fcntl(h.fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup");
+    return fd;
+  }
+
+  void release(handle& h) noexcept {
+    if (h.fd >= 0) {
+      ::close(h.fd);
+      allocated_ -= h.size;
+    }
+    h = {};
+  }
+
+ private:
+  std::size_t granularity_;
+  std::size_t capacity_;
+  std::size_t allocated_ = 0;
+};
+
+}  // namespace inferwire::gms
+
+#endif

@@ -1,0 +1,364 @@
+// inferwire/gms/memory_manager.hpp
+//
+// gms::memory_manager<Mapper>: the client side of GMS (gms-protocol §7.2). It holds one session
+// with the server and the mappings of this process: virtual address ranges reserved once and
+// kept across unmap/remap, so pointers into weights stay valid while a worker sleeps, and a new
+// layout of the same structure is mapped back at the same addresses.
+//
+//   gms::memory_manager<gms::cuda_vmm_mapper> m(path, gms::cuda_vmm_mapper(device));
+//   m.connect(gms::requested_lock_type::rw);
+//   std::uintptr_t va = m.create_mapping({}, bytes, "weights");   // allocate, export, map RW
+//   ...fill, metadata_put...
+//   m.commit();                                // unmaps (VAs kept), publishes, session ends
+//   m.connect(gms::requested_lock_type::ro);
+//   m.remap_all_vas();                         // same VAs, read-only
+//
+// The Mapper does the memory side (cuda_vmm_mapper on a GPU, mmap_mapper on the CPU); see
+// mmap_mapper.hpp for its interface. Not thread-safe: one thread uses a manager at a time.
+#ifndef INFERWIRE_GMS_MEMORY_MANAGER_HPP
+#define INFERWIRE_GMS_MEMORY_MANAGER_HPP
+
+#include <inferwire/gms/session.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferwire::gms {
+
+/// remap_all_vas() found a committed layout that does not match the preserved mappings.
+class stale_memory_layout : public error {
+ public:
+  using error::error;
+};
+
+/// One mapping of this process (`mapped` false: unmapped, the VA is still reserved).
+struct local_mapping {
+  std::string allocation_id;
+  std::uintptr_t va = 0;
+  std::int64_t size = 0;
+  std::int64_t aligned_size = 0;
+  std::string tag;
+  std::int64_t layout_slot = 0;
+  bool mapped = false;
+};
+
+template <class Mapper>
+class memory_manager {
+ public:
+  explicit memory_manager(std::string socket_path, Mapper mapper = Mapper())
+      : path_(std::move(socket_path)), mapper_(std::move(mapper)) {}
+  memory_manager(const memory_manager&) = delete;
+  memory_manager& operator=(const memory_manager&) = delete;
+  ~memory_manager() { close(); }
+
+  // --- connection ---------------------------------------------------------------------------
+
+  /// Connects and takes the lock. RW forgets any saved layout hash; RO on a committed server
+  /// saves the current hash (unless one is kept for preserved mappings) for remap_all_vas().
+  void connect(requested_lock_type lock, std::optional<std::int64_t> timeout_ms = {}) {
+    if (session_) throw error("Memory manager is already connected");
+    session_.emplace(path_, lock, timeout_ms);
+    if (session_->granted() == granted_lock_type::rw) {
+      saved_hash_.reset();
+    } else if (session_->committed_at_connect() && !(saved_hash_ && va_preserved_)) {
+      saved_hash_ = session_->get_memory_layout_hash();
+    }
+  }
+
+  /// Closes the session (the lock is released; an uncommitted writer's layout is dropped by
+  /// the server). Mappings and reserved VAs stay.
+  void abort() noexcept {
+    if (session_) session_->close();
+    session_.reset();
+  }
+
+  bool connected() const noexcept { return session_ && session_->connected(); }
+  bool is_rw() const noexcept { return connected() && session_->granted() == granted_lock_type::rw; }
+  std::optional<granted_lock_type> granted() const noexcept {
+    if (!connected()) return std::nullopt;
+    return session_->granted();
+  }
+  /// Whether the mappings are unmapped (after commit or unmap_all_vas, before remap_all_vas).
+  bool unmapped() const noexcept { return unmapped_; }
+  const std::string& socket_path() const noexcept { return path_; }
+  Mapper& mapper() noexcept { return mapper_; }
+  std::size_t granularity() const noexcept { return mapper_.granularity(); }
+  /// The session, for requests the manager does not wrap.
+  session& connection() { return live(); }
+
+  // --- tier 1: handles -------------------------------------------------------------------------
+
+  struct handle_ref {
+    std::string allocation_id;
+    std::int64_t layout_slot = 0;
+    std::int64_t aligned_size = 0;
+  };
+
+  /// Allocates on the server (RW only): the size is rounded up to the granularity first.
+  handle_ref allocate_handle(std::int64_t size, std::string tag = "default") {
+    require_rw();
+    const std::int64_t aligned = align(size);
+    auto r = live().allocate(aligned, std::move(tag));
+    if (r.aligned_size != aligned)
+      throw error("GMS allocation alignment mismatch: requested " + std::to_string(aligned) +
+                  ", server aligned to " + std::to_string(r.aligned_size));
+    return {r.allocation_id, r.layout_slot, r.aligned_size};
+  }
+  unique_fd export_handle(const std::string& id) { return live().export_allocation(id).fd; }
+  allocation_info get_handle_info(const std::string& id) { return live().get_allocation(id); }
+  void free_handle(const std::string& id) {
+    require_rw();
+    if (!live().free(id)) throw error("GMS free failed: unknown allocation " + id);
+  }
+  std::vector<get_allocation_response> list_handles(std::optional<std::string> tag = {}) {
+    return live().list_allocations(std::move(tag));
+  }
+  std::string get_memory_layout_hash() { return live().get_memory_layout_hash(); }
+
+  void metadata_put(std::string key, std::string id, std::int64_t offset, std::string value) {
+    require_rw();
+    live().metadata_put(std::move(key), std::move(id), offset, std::move(value));
+  }
+  metadata_get_response metadata_get(std::string key) { return live().metadata_get(std::move(key)); }
+  std::vector<std::string> metadata_list(std::string prefix = {}) {
+    return live().metadata_list(std::move(prefix));
+  }
+  bool metadata_delete(std::string key) {
+    require_rw();
+    return live().metadata_delete(std::move(key));
+  }
+
+  // --- tier 1: address space -----------------------------------------------------------------
+
+  std::uintptr_t reserve_va(std::int64_t size) { return mapper_.reserve(static_cast<std::size_t>(align(size))); }
+
+  /// Imports `fd` (consumed) and maps it at `va` with the access of the granted lock.
+  void map_va(unique_fd fd, std::uintptr_t va, std::int64_t size, std::int64_t aligned_size,
+              std::string allocation_id, std::string tag, std::int64_t layout_slot) {
+    auto h = mapper_.import(std::move(fd), static_cast<std::size_t>(aligned_size));
+    mapper_.map(va, static_cast<std::size_t>(aligned_size), h, is_rw());
+    local_mapping m{allocation_id, va, size, aligned_size, std::move(tag), layout_slot, true};
+    handles_.insert_or_assign(va, std::move(h));
+    by_id_[allocation_id] = va;
+    mappings_.insert_or_assign(va, std::move(m));
+  }
+  /// Unmaps `va` (the reservation stays).
+  void unmap_va(std::uintptr_t va) {
+    auto& m = mapping_at(va);
+    if (!m.mapped) return;
+    mapper_.unmap(va, static_cast<std::size_t>(m.aligned_size), handles_.at(va));
+    handles_.erase(va);
+    m.mapped = false;
+  }
+  /// Unmaps `va` if needed and gives its reservation back.
+  void free_va(std::uintptr_t va) {
+    auto& m = mapping_at(va);
+    unmap_va(va);
+    mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
+    by_id_.erase(m.allocation_id);
+    mappings_.erase(va);
+  }
+
+  // --- tier 2 ----------------------------------------------------------------------------------
+
+  /// Without an id: allocates `size` bytes with `tag` (RW), exports, reserves and maps
+  /// read-write; returns the VA. With an id: the VA of that allocation, imported and mapped
+  /// (read-only in an RO session) unless already mapped here.
+  std::uintptr_t create_mapping(std::optional<std::string> allocation_id = {}, std::int64_t size = 0,
+                                std::string tag = "default") {
+    live();
+    if (unmapped_) throw error("Memory manager is unmapped");
+    allocation_info info;
+    if (!allocation_id) {
+      if (size <= 0) throw std::invalid_argument("create_mapping: size must be > 0, got " + std::to_string(size));
+      auto h = allocate_handle(size, tag);
+      // The server was asked for the aligned size, so that is the allocation's size.
+      info = {h.allocation_id, h.aligned_size, h.aligned_size, std::move(tag), h.layout_slot};
+    } else {
+      if (auto it = by_id_.find(*allocation_id); it != by_id_.end()) {
+        if (!mappings_.at(it->second).mapped)
+          throw error("Allocation " + *allocation_id + " is imported but unmapped");
+        return it->second;
+      }
+      info = get_handle_info(*allocation_id);
+    }
+    unique_fd fd = export_handle(info.allocation_id);
+    const std::uintptr_t va = reserve_va(info.aligned_size);
+    try {
+      map_va(std::move(fd), va, info.size, info.aligned_size, info.allocation_id, info.tag, info.layout_slot);
+    } catch (...) {
+      mapper_.free_va(va, static_cast<std::size_t>(info.aligned_size));
+      throw;
+    }
+    return va;
+  }
+
+  /// Frees the allocation on the server when this is an RW session, then unmaps and releases
+  /// the VA.
+  void destroy_mapping(std::uintptr_t va) {
+    auto& m = mapping_at(va);
+    if (is_rw()) live().free(m.allocation_id);
+    free_va(va);
+  }
+
+  /// Commits (RW only): waits for queued device work, unmaps every mapping (VAs kept), then
+  /// publishes the layout. The session ends; connect(ro) + remap_all_vas() maps it back.
+  void commit() {
+    require_rw();
+    mapper_.synchronize();
+    for (auto& [va, m] : mappings_) unmap_va(va);
+    unmapped_ = true;
+    va_preserved_ = !mappings_.empty();
+    session_->commit();
+    session_.reset();
+  }
+
+  /// Unmaps every mapping and keeps the reservations (sleep).
+  void unmap_all_vas() {
+    mapper_.synchronize();
+    for (auto& [va, m] : mappings_) unmap_va(va);
+    unmapped_ = true;
+    va_preserved_ = !mappings_.empty();
+  }
+
+  /// Maps every preserved VA back to the allocation in the same layout slot of the committed
+  /// (or, for a writer, current) layout. Throws stale_memory_layout when the layout hash
+  /// changed since it was saved, or a slot is missing or differs in size or tag.
+  void remap_all_vas() {
+    session& s = live();
+    const std::string current = s.get_memory_layout_hash();
+    if (saved_hash_ && !saved_hash_->empty() && *saved_hash_ != current)
+      throw stale_memory_layout("Layout changed: " + saved_hash_->substr(0, 16) + "... -> " +
+                                current.substr(0, 16) + "...");
+    auto allocations = s.list_allocations();
+    std::map<std::int64_t, const get_allocation_response*> by_slot;
+    for (const auto& a : allocations) by_slot[a.layout_slot] = &a;
+    std::vector<local_mapping*> order;
+    for (auto& [va, m] : mappings_)
+      if (!m.mapped) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
+    // Check everything before mapping anything.
+    for (auto* m : order) {
+      auto it = by_slot.find(m->layout_slot);
+      if (it == by_slot.end())
+        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) +
+                                  " is missing from the committed layout");
+      if (it->second->aligned_size != m->aligned_size)
+        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " size changed: " +
+                                  std::to_string(m->aligned_size) + " -> " +
+                                  std::to_string(it->second->aligned_size));
+      if (it->second->tag != m->tag)
+        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " tag changed: " +
+                                  m->tag + " -> " + it->second->tag);
+    }
+    for (auto* m : order) {
+      const auto& a = *by_slot.at(m->layout_slot);
+      unique_fd fd = s.export_allocation(a.allocation_id).fd;
+      by_id_.erase(m->allocation_id);
+      map_va(std::move(fd), m->va, a.size, a.aligned_size, a.allocation_id, a.tag, a.layout_slot);
+      if (!mapper_.validate(m->va))
+        throw error("GMS remap: address " + std::to_string(m->va) + " is not mapped after remap");
+    }
+    mapper_.synchronize();
+    unmapped_ = false;
+    va_preserved_ = false;
+    if (!is_rw()) saved_hash_ = current;
+  }
+
+  /// Allocates a new allocation for every unmapped mapping, in slot order, with that mapping's
+  /// size and tag (RW only; follow with remap_all_vas). Used for KV caches on wake.
+  void reallocate_all_handles() {
+    require_rw();
+    if (!va_preserved_) throw error("reallocate_all_handles: no preserved mappings");
+    std::vector<local_mapping*> order;
+    for (auto& [va, m] : mappings_)
+      if (!m.mapped) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
+    for (auto* m : order) {
+      auto h = allocate_handle(m->aligned_size, m->tag);
+      by_id_.erase(m->allocation_id);
+      m->allocation_id = h.allocation_id;
+      m->layout_slot = h.layout_slot;
+      by_id_[m->allocation_id] = m->va;
+    }
+  }
+
+  /// Waits for device work, unmaps and frees every VA, closes the session. Never throws.
+  void close() noexcept {
+    try {
+      mapper_.synchronize();
+    } catch (...) {
+    }
+    for (auto& [va, m] : mappings_) {
+      if (m.mapped) mapper_.unmap(va, static_cast<std::size_t>(m.aligned_size), handles_.at(va));
+      mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
+    }
+    handles_.clear();
+    mappings_.clear();
+    by_id_.clear();
+    unmapped_ = false;
+    va_preserved_ = false;
+    abort();
+  }
+
+  // --- introspection -----------------------------------------------------------------------
+
+  const std::map<std::uintptr_t, local_mapping>& mappings() const noexcept { return mappings_; }
+  /// The VA of an allocation mapped (or preserved) here.
+  std::optional<std::uintptr_t> va_of(const std::string& allocation_id) const {
+    auto it = by_id_.find(allocation_id);
+    if (it == by_id_.end()) return std::nullopt;
+    return it->second;
+  }
+  /// The mapping containing `address`, if any.
+  const local_mapping* find(std::uintptr_t address) const noexcept {
+    auto it = mappings_.upper_bound(address);
+    if (it == mappings_.begin()) return nullptr;
+    --it;
+    const auto& m = it->second;
+    return address < m.va + static_cast<std::uintptr_t>(m.aligned_size) ? &m : nullptr;
+  }
+  const std::optional<std::string>& saved_layout_hash() const noexcept { return saved_hash_; }
+
+ private:
+  session& live() {
+    if (!session_ || !session_->connected()) {
+      session_.reset();
+      throw error("Memory manager is not connected");
+    }
+    return *session_;
+  }
+  void require_rw() {
+    if (live().granted() != granted_lock_type::rw) throw error("Operation requires RW mode");
+  }
+  std::int64_t align(std::int64_t size) const {
+    const auto g = static_cast<std::int64_t>(mapper_.granularity());
+    if (size <= 0) return g;
+    return (size + g - 1) / g * g;
+  }
+  local_mapping& mapping_at(std::uintptr_t va) {
+    auto it = mappings_.find(va);
+    if (it == mappings_.end()) throw error("Unknown mapping at address " + std::to_string(va));
+    return it->second;
+  }
+
+  std::string path_;
+  Mapper mapper_;
+  std::optional<session> session_;
+  std::map<std::uintptr_t, local_mapping> mappings_;
+  std::map<std::uintptr_t, typename Mapper::handle> handles_;
+  std::map<std::string, std::uintptr_t> by_id_;
+  std::optional<std::string> saved_hash_;
+  bool unmapped_ = false;
+  bool va_preserved_ = false;
+};
+
+}  // namespace inferwire::gms
+
+#endif

@@ -1,0 +1,687 @@
+// inferwire/gms/server.hpp
+//
+// gms::server<Backend>: the GPU Memory Service server (gms-protocol §3, §4), on Asio over a
+// Unix stream socket, one thread. The Backend owns the memory (memfd_backend on the CPU,
+// cuda_vmm_backend on a GPU); the server owns the layout (allocations and metadata), the lock
+// FSM, the waiting handshakes and the event history.
+//
+//   gms::memfd_backend backend;
+//   gms::server<gms::memfd_backend> s(ioc, backend, {.socket_path = "/tmp/gms.sock"});
+//   s.start();        // throws if a live server owns the path; replaces a stale socket file
+//   ioc.run();
+//
+// Upstream quirks (gms-protocol §12.1) are handled as the spec recommends: no fd leak on export
+// (a server-side close is seen as EOF), an undecodable handshake closes the connection, a dead
+// waiting writer is dropped without being granted, frames are size-capped, shutdown releases
+// everything and removes the socket, no client can block the loop (bounded output queues).
+// Non-positive handshake timeouts fail at once, as upstream.
+#ifndef INFERWIRE_GMS_SERVER_HPP
+#define INFERWIRE_GMS_SERVER_HPP
+
+#include <inferwire/gms/codec.hpp>
+#include <inferwire/gms/framing.hpp>
+#include <inferwire/gms/layout_hash.hpp>
+#include <inferwire/gms/lock_fsm.hpp>
+#include <inferwire/gms/memfd_backend.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <poll.h>
+#include <sys/stat.h>
+
+namespace inferwire::gms {
+
+struct server_options {
+  std::string socket_path;
+  /// Seconds between allocation retries after out-of-memory.
+  double alloc_retry_interval = 0.5;
+  /// Give up on an allocation after this many seconds of out-of-memory (nullopt: never).
+  std::optional<double> alloc_retry_timeout;
+  /// Frames declaring more bytes are a decode failure (the connection is dropped).
+  std::size_t max_frame_size = default_max_frame_size;
+  /// A client whose unread replies exceed this is dropped.
+  std::size_t max_pending_output = std::size_t{64} << 20;
+  /// Log lines go here ("" at INFO, verbose lines only when verbose).
+  std::function<void(const std::string&)> log;
+  bool verbose = false;
+};
+
+template <class Backend>
+class server {
+ public:
+  using protocol = boost::asio::local::stream_protocol;
+  using clock = std::chrono::steady_clock;
+
+  server(boost::asio::io_context& ioc, Backend& backend, server_options options)
+      : ioc_(ioc), backend_(backend), opts_(std::move(options)), acceptor_(ioc) {}
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+  ~server() { stop(); }
+
+  /// Binds the socket (mode 0600) and starts accepting. Throws std::runtime_error if a live
+  /// server answers on the path.
+  void start();
+
+  /// Closes every connection, fails waiting handshakes, releases every allocation and removes
+  /// the socket file. Idempotent.
+  void stop();
+
+  // Introspection (tests, diagnostics).
+  const lock_fsm& fsm() const noexcept { return fsm_; }
+  std::size_t allocation_count() const noexcept { return allocations_.size(); }
+  const std::string& memory_layout_hash() const noexcept { return hash_; }
+  std::size_t connection_count() const noexcept { return connections_.size(); }
+
+ private:
+  struct allocation {
+    allocation_info info;
+    typename Backend::handle handle;
+  };
+  struct metadata_entry {
+    std::string allocation_id;
+    std::int64_t offset_bytes = 0;
+    std::string value;
+  };
+  struct connection;
+  using connection_ptr = std::shared_ptr<connection>;
+
+  struct outgoing {
+    std::string frame;
+    int fd = -1;  ///< sent with the frame's first byte, closed after sending
+    std::size_t sent = 0;
+  };
+
+  enum class phase { first, waiting, session, closing };
+
+  struct connection : std::enable_shared_from_this<connection> {
+    connection(boost::asio::io_context& ioc, std::size_t max_frame)
+        : socket(ioc), reader(max_frame), timer(ioc) {}
+    ~connection() {
+      for (auto& o : out)
+        if (o.fd >= 0) ::close(o.fd);
+    }
+    protocol::socket socket;
+    frame_reader reader;
+    std::uint64_t id = 0;
+    phase state = phase::first;
+    std::optional<granted_lock_type> granted;
+    requested_lock_type requested = requested_lock_type::rw;
+    bool counted_writer = false;
+    boost::asio::steady_timer timer;  ///< handshake timeout, allocation retry
+    std::deque<outgoing> out;
+    std::size_t out_bytes = 0;
+    bool writing = false;
+    bool reading = false;
+    bool busy = false;         ///< a request is being served (allocation retry)
+    bool close_after_write = false;
+    std::array<char, 65536> buffer{};
+  };
+
+  void log(const std::string& line, bool verbose_only = false) {
+    if (verbose_only && !opts_.verbose) return;
+    if (opts_.log) opts_.log(line);
+  }
+
+  void accept();
+  void read(const connection_ptr& c);
+  void on_frame(const connection_ptr& c, const std::string& payload);
+  void on_first(const connection_ptr& c, message&& m);
+  void start_handshake(const connection_ptr& c, const handshake_request& q);
+  void watch_waiter(const connection_ptr& c);
+  void finish_wait(const connection_ptr& c, grant g);
+  void process_waiters();
+  void on_request(const connection_ptr& c, message&& m);
+  void do_allocate(const connection_ptr& c, allocate_request q, clock::time_point started,
+                   bool oom_recorded);
+  void send(const connection_ptr& c, std::string frame, int fd = -1);
+  template <class T>
+  void reply(const connection_ptr& c, const T& m) {
+    send(c, encode_frame(m));
+  }
+  void flush(const connection_ptr& c);
+  void drop(const connection_ptr& c, const std::string& why);
+  void clear_layout();
+  void record(std::string kind, std::int64_t count = 0) {
+    if (events_.size() == 256) events_.pop_front();
+    events_.push_back({std::move(kind), count});
+  }
+  std::string state_name() const { return std::string(to_string(fsm_.state())); }
+  static bool peer_gone(int fd) {
+    pollfd p{fd, POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL | POLLRDHUP));
+  }
+
+  boost::asio::io_context& ioc_;
+  Backend& backend_;
+  server_options opts_;
+  protocol::acceptor acceptor_;
+  bool started_ = false;
+  std::uint64_t next_session_ = 0;
+  std::list<connection_ptr> connections_;
+  std::list<connection_ptr> waiters_;  ///< handshakes waiting for the lock, FIFO
+  lock_fsm fsm_;
+  std::map<std::string, allocation> allocations_;
+  std::map<std::string, metadata_entry> metadata_;
+  std::int64_t next_slot_ = 0;
+  std::string hash_;
+  std::deque<runtime_event> events_;
+  boost::uuids::random_generator uuids_;
+};
+
+// --- implementation --------------------------------------------------------------------------
+
+template <class Backend>
+void server<Backend>::start() {
+  namespace fs = std::filesystem;
+  const fs::path path(opts_.socket_path);
+  if (opts_.socket_path.empty()) throw std::invalid_argument("GMS server: no socket path");
+  boost::system::error_code ec;
+  if (fs::exists(fs::symlink_status(path))) {
+    protocol::socket probe(ioc_);
+    probe.connect(protocol::endpoint(opts_.socket_path), ec);
+    if (!ec) throw std::runtime_error("GMS already running at " + opts_.socket_path);
+    fs::remove(path);  // a stale socket file
+  }
+  acceptor_.open(protocol());
+  acceptor_.bind(protocol::endpoint(opts_.socket_path));
+  ::chmod(opts_.socket_path.c_str(), 0600);
+  acceptor_.listen();
+  started_ = true;
+  log("Server started: " + opts_.socket_path);
+  accept();
+}
+
+template <class Backend>
+void server<Backend>::stop() {
+  if (!started_) return;
+  started_ = false;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  for (auto& w : waiters_) {
+    if (w->counted_writer) fsm_.end_rw_wait();
+    w->counted_writer = false;
+  }
+  waiters_.clear();
+  for (auto& c : connections_) {
+    c->timer.cancel();
+    c->socket.close(ec);
+  }
+  connections_.clear();
+  for (auto& [id, a] : allocations_) backend_.release(a.handle);
+  allocations_.clear();
+  metadata_.clear();
+  std::filesystem::remove(opts_.socket_path, ec);
+  log("Server stopped");
+}
+
+template <class Backend>
+void server<Backend>::accept() {
+  auto c = std::make_shared<connection>(ioc_, opts_.max_frame_size);
+  acceptor_.async_accept(c->socket, [this, c](boost::system::error_code ec) {
+    if (!started_) return;
+    if (!ec) {
+      c->id = ++next_session_;
+      connections_.push_back(c);
+      log("session_" + std::to_string(c->id) + " connected", true);
+      read(c);
+    }
+    accept();
+  });
+}
+
+template <class Backend>
+void server<Backend>::read(const connection_ptr& c) {
+  // Frames already buffered come first (pipelining), one request at a time.
+  std::string payload;
+  auto paused = [&c] {
+    return c->state == phase::closing || c->state == phase::waiting || c->busy ||
+           c->close_after_write;
+  };
+  while (!paused()) {
+    auto r = c->reader.next(payload);
+    if (r == frame_reader::result::too_large) return drop(c, "frame too large");
+    if (r == frame_reader::result::need_more) break;
+    on_frame(c, payload);
+  }
+  if (paused() || c->reading) return;
+  c->reading = true;
+  c->socket.async_read_some(boost::asio::buffer(c->buffer),
+                            [this, c](boost::system::error_code ec, std::size_t n) {
+                              c->reading = false;
+                              if (!started_ || c->state == phase::closing) return;
+                              if (ec) return drop(c, ec == boost::asio::error::eof ? "EOF" : ec.message());
+                              c->reader.append(c->buffer.data(), n);
+                              read(c);
+                            });
+}
+
+template <class Backend>
+void server<Backend>::on_frame(const connection_ptr& c, const std::string& payload) {
+  message m;
+  std::string error;
+  if (!try_decode(payload, m, error)) {
+    // No reply: a decode failure drops the connection (in a session it aborts an RW lock).
+    if (c->state == phase::first) log("Handshake recv error: " + error);
+    else log("Recv error on session session_" + std::to_string(c->id) + ": " + error);
+    return drop(c, "decode error");
+  }
+  if (c->state == phase::first) return on_first(c, std::move(m));
+  on_request(c, std::move(m));
+}
+
+template <class Backend>
+void server<Backend>::on_first(const connection_ptr& c, message&& m) {
+  if (std::holds_alternative<get_runtime_state_request>(m)) {
+    get_runtime_state_response r;
+    r.state = state_name();
+    r.has_rw_session = fsm_.has_rw_session();
+    r.ro_session_count = static_cast<std::int64_t>(fsm_.ro_session_count());
+    r.waiting_writers = fsm_.waiting_writers();
+    r.committed = fsm_.committed();
+    r.is_ready = fsm_.is_ready();
+    r.allocation_count = static_cast<std::int64_t>(allocations_.size());
+    r.memory_layout_hash = hash_;
+    c->close_after_write = true;
+    return reply(c, r);
+  }
+  if (std::holds_alternative<get_event_history_request>(m)) {
+    get_event_history_response r;
+    r.events.assign(events_.begin(), events_.end());
+    c->close_after_write = true;
+    return reply(c, r);
+  }
+  if (const auto* h = std::get_if<handshake_request>(&m)) return start_handshake(c, *h);
+  c->close_after_write = true;
+  reply(c, error_response{"Expected HandshakeRequest", 0});
+}
+
+template <class Backend>
+void server<Backend>::start_handshake(const connection_ptr& c, const handshake_request& q) {
+  c->requested = q.lock_type;
+  const grant g = fsm_.decide(q.lock_type, q.timeout_ms);
+  if (g != grant::wait) return finish_wait(c, g);
+  c->state = phase::waiting;
+  if (q.lock_type == requested_lock_type::rw) {
+    fsm_.begin_rw_wait();
+    c->counted_writer = true;
+  }
+  waiters_.push_back(c);
+  if (q.timeout_ms) {
+    c->timer.expires_after(std::chrono::milliseconds(*q.timeout_ms));
+    c->timer.async_wait([this, c](boost::system::error_code ec) {
+      if (ec || c->state != phase::waiting) return;
+      waiters_.remove(c);
+      finish_wait(c, grant::fail);
+    });
+  }
+  watch_waiter(c);
+}
+
+// A waiting client that hangs up is dropped without being granted (upstream would grant it
+// and, for RW, clear the committed layout; gms-protocol §12.1 #4).
+template <class Backend>
+void server<Backend>::watch_waiter(const connection_ptr& c) {
+  c->socket.async_wait(protocol::socket::wait_read, [this, c](boost::system::error_code ec) {
+    if (ec || c->state != phase::waiting) return;
+    if (peer_gone(c->socket.native_handle())) {
+      waiters_.remove(c);
+      return drop(c, "waiting client hung up");
+    }
+    // Data pipelined behind the handshake waits in the socket; check again a bit later.
+    auto t = std::make_shared<boost::asio::steady_timer>(ioc_, std::chrono::milliseconds(50));
+    t->async_wait([this, c, t](boost::system::error_code) {
+      if (c->state == phase::waiting) watch_waiter(c);
+    });
+  });
+}
+
+template <class Backend>
+void server<Backend>::finish_wait(const connection_ptr& c, grant g) {
+  if (c->counted_writer) {
+    fsm_.end_rw_wait();
+    c->counted_writer = false;
+  }
+  c->timer.cancel();
+  handshake_response r;
+  if (g == grant::fail) {
+    r.success = false;
+    r.committed = fsm_.committed();
+    c->state = phase::session;  // so that the close below is not an abort
+    c->close_after_write = true;
+    reply(c, r);
+    process_waiters();  // a writer stopped waiting: readers may go now
+    return;
+  }
+  if (g == grant::rw) {
+    const bool had_layout = fsm_.rw_connect(c->id);
+    const std::size_t n = allocations_.size();
+    clear_layout();
+    if (had_layout) record("allocations_cleared", static_cast<std::int64_t>(n));
+    record("rw_connected");
+    c->granted = granted_lock_type::rw;
+  } else {
+    fsm_.ro_connect(c->id);
+    c->granted = granted_lock_type::ro;
+  }
+  c->state = phase::session;
+  r.success = true;
+  r.committed = fsm_.committed();
+  r.granted_lock_type = c->granted;
+  log("session_" + std::to_string(c->id) + " granted " + std::string(to_string(*c->granted)), true);
+  reply(c, r);
+  process_waiters();
+  read(c);
+}
+
+template <class Backend>
+void server<Backend>::process_waiters() {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+      auto c = *it;
+      // A waiting writer does not block itself: take it out of the count while asking.
+      if (c->counted_writer) fsm_.end_rw_wait();
+      grant g = fsm_.retry(c->requested);
+      if (c->counted_writer) fsm_.begin_rw_wait();
+      if (g == grant::wait) continue;
+      waiters_.erase(it);
+      finish_wait(c, g);
+      progress = true;
+      break;
+    }
+  }
+}
+
+template <class Backend>
+void server<Backend>::on_request(const connection_ptr& c, message&& m) {
+  const bool rw = c->granted == granted_lock_type::rw;
+  const std::string_view name = class_name(m);
+  const bool read_only_ok =
+      std::holds_alternative<export_allocation_request>(m) ||
+      std::holds_alternative<get_allocation_request>(m) ||
+      std::holds_alternative<list_allocations_request>(m) ||
+      std::holds_alternative<metadata_get_request>(m) ||
+      std::holds_alternative<metadata_list_request>(m) ||
+      std::holds_alternative<get_lock_state_request>(m) ||
+      std::holds_alternative<get_allocation_state_request>(m) ||
+      std::holds_alternative<get_state_hash_request>(m);
+  const bool writer_ok =
+      std::holds_alternative<allocate_request>(m) ||
+      std::holds_alternative<free_allocation_request>(m) ||
+      std::holds_alternative<metadata_put_request>(m) ||
+      std::holds_alternative<metadata_delete_request>(m) ||
+      std::holds_alternative<commit_request>(m);
+  if (!(read_only_ok || (rw && writer_ok))) {
+    std::string why = std::string(name) + " not allowed for " + (rw ? "RW" : "RO") +
+                      " session in state " + state_name();
+    log("Rejected " + std::string(name) + " from session session_" + std::to_string(c->id) +
+        ": " + why);
+    return reply(c, error_response{why, 0});
+  }
+  auto unknown = [&](const std::string& id) { reply(c, error_response{"Unknown allocation: " + id, 0}); };
+
+  if (auto* q = std::get_if<allocate_request>(&m)) {
+    if (q->size <= 0)
+      return reply(c, error_response{"size must be > 0, got " + std::to_string(q->size), 0});
+    // Not in upstream (whose integers are unbounded): sizes whose rounding would overflow.
+    if (q->size > std::numeric_limits<std::int64_t>::max() -
+                      static_cast<std::int64_t>(backend_.granularity()))
+      return reply(c, error_response{"size too large, got " + std::to_string(q->size), 0});
+    c->busy = true;
+    return do_allocate(c, std::move(*q), clock::now(), false);
+  }
+  if (auto* q = std::get_if<export_allocation_request>(&m)) {
+    auto it = allocations_.find(q->allocation_id);
+    if (it == allocations_.end()) return unknown(q->allocation_id);
+    export_allocation_response r;
+    static_cast<allocation_info&>(r) = it->second.info;
+    return send(c, encode_frame(r), backend_.export_fd(it->second.handle));
+  }
+  if (auto* q = std::get_if<get_allocation_request>(&m)) {
+    auto it = allocations_.find(q->allocation_id);
+    if (it == allocations_.end()) return unknown(q->allocation_id);
+    get_allocation_response r;
+    static_cast<allocation_info&>(r) = it->second.info;
+    return reply(c, r);
+  }
+  if (auto* q = std::get_if<list_allocations_request>(&m)) {
+    list_allocations_response r;
+    for (const auto& [id, a] : allocations_)
+      if (!q->tag || a.info.tag == *q->tag) {
+        get_allocation_response e;
+        static_cast<allocation_info&>(e) = a.info;
+        r.allocations.push_back(std::move(e));
+      }
+    std::sort(r.allocations.begin(), r.allocations.end(),
+              [](const auto& a, const auto& b) { return a.layout_slot < b.layout_slot; });
+    return reply(c, r);
+  }
+  if (auto* q = std::get_if<free_allocation_request>(&m)) {
+    auto it = allocations_.find(q->allocation_id);
+    if (it == allocations_.end()) return reply(c, free_allocation_response{false});
+    backend_.release(it->second.handle);
+    allocations_.erase(it);
+    std::erase_if(metadata_, [&](const auto& kv) { return kv.second.allocation_id == q->allocation_id; });
+    return reply(c, free_allocation_response{true});
+  }
+  if (auto* q = std::get_if<metadata_put_request>(&m)) {
+    auto it = allocations_.find(q->allocation_id);
+    if (it == allocations_.end()) return unknown(q->allocation_id);
+    if (q->offset_bytes < 0)
+      return reply(c, error_response{"offset_bytes must be >= 0, got " + std::to_string(q->offset_bytes), 0});
+    if (q->offset_bytes >= it->second.info.aligned_size)
+      return reply(c, error_response{"offset_bytes " + std::to_string(q->offset_bytes) +
+                                         " out of range for allocation " + q->allocation_id +
+                                         " (aligned_size=" + std::to_string(it->second.info.aligned_size) + ")",
+                                     0});
+    metadata_[q->key] = {q->allocation_id, q->offset_bytes, std::move(q->value.data)};
+    return reply(c, metadata_put_response{true});
+  }
+  if (auto* q = std::get_if<metadata_get_request>(&m)) {
+    metadata_get_response r;
+    if (auto it = metadata_.find(q->key); it != metadata_.end()) {
+      r.found = true;
+      r.allocation_id = it->second.allocation_id;
+      r.offset_bytes = it->second.offset_bytes;
+      r.value = bytes{it->second.value};
+    }
+    return reply(c, r);
+  }
+  if (auto* q = std::get_if<metadata_delete_request>(&m))
+    return reply(c, metadata_delete_response{metadata_.erase(q->key) > 0});
+  if (auto* q = std::get_if<metadata_list_request>(&m)) {
+    metadata_list_response r;
+    for (const auto& [k, v] : metadata_)
+      if (k.starts_with(q->prefix)) r.keys.push_back(k);
+    return reply(c, r);
+  }
+  if (std::holds_alternative<get_lock_state_request>(m)) {
+    return reply(c, get_lock_state_response{state_name(), fsm_.has_rw_session(),
+                                            static_cast<std::int64_t>(fsm_.ro_session_count()),
+                                            fsm_.waiting_writers(), fsm_.committed(),
+                                            fsm_.is_ready()});
+  }
+  if (std::holds_alternative<get_allocation_state_request>(m))
+    return reply(c, get_allocation_state_response{static_cast<std::int64_t>(allocations_.size())});
+  if (std::holds_alternative<get_state_hash_request>(m))
+    return reply(c, get_state_hash_response{hash_});
+  if (std::holds_alternative<commit_request>(m)) {
+    std::vector<layout_allocation> la;
+    for (const auto& [id, a] : allocations_)
+      la.push_back({a.info.layout_slot, a.info.size, a.info.aligned_size, a.info.tag});
+    std::vector<layout_metadata> lm;
+    for (const auto& [k, v] : metadata_) {
+      auto it = allocations_.find(v.allocation_id);
+      if (it == allocations_.end() || v.offset_bytes >= it->second.info.aligned_size)
+        throw std::logic_error("GMS metadata integrity failure at commit: " + k);
+      lm.push_back({k, it->second.info.layout_slot, v.offset_bytes, v.value});
+    }
+    hash_ = layout_hash(std::move(la), std::move(lm));
+    fsm_.rw_commit(c->id);
+    c->granted.reset();
+    record("committed");
+    log("Committed layout with state hash: " + hash_.substr(0, 16) + "...");
+    c->close_after_write = true;
+    reply(c, commit_response{true});
+    process_waiters();
+    return;
+  }
+}
+
+template <class Backend>
+void server<Backend>::do_allocate(const connection_ptr& c, allocate_request q,
+                                  clock::time_point started, bool oom_recorded) {
+  if (c->state == phase::closing) return;
+  if (peer_gone(c->socket.native_handle())) return drop(c, "client gone during allocation");
+  const auto g = static_cast<std::int64_t>(backend_.granularity());
+  const std::int64_t aligned = (q.size + g - 1) / g * g;
+  typename Backend::handle h;
+  if (backend_.allocate(static_cast<std::size_t>(aligned), h) == alloc_status::out_of_memory) {
+    if (!oom_recorded) record("allocation_oom", static_cast<std::int64_t>(allocations_.size()));
+    const double waited = std::chrono::duration<double>(clock::now() - started).count();
+    if (opts_.alloc_retry_timeout && waited >= *opts_.alloc_retry_timeout) {
+      c->busy = false;
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f", waited);
+      reply(c, error_response{"Timed out waiting for GPU memory: requested_size=" +
+                                  std::to_string(q.size) + ", aligned_size=" + std::to_string(aligned) +
+                                  ", tag=" + q.tag + ", waited_sec=" + text,
+                              0});
+      return read(c);
+    }
+    log("allocation OOM for aligned_size=" + std::to_string(aligned) + " retrying in " +
+        std::to_string(opts_.alloc_retry_interval) + "s");
+    c->timer.expires_after(std::chrono::duration_cast<clock::duration>(
+        std::chrono::duration<double>(opts_.alloc_retry_interval)));
+    c->timer.async_wait([this, c, q = std::move(q), started](boost::system::error_code ec) mutable {
+      if (ec) return;
+      do_allocate(c, std::move(q), started, true);
+    });
+    return;
+  }
+  allocation a;
+  a.info.allocation_id = boost::uuids::to_string(uuids_());
+  a.info.size = q.size;
+  a.info.aligned_size = aligned;
+  a.info.tag = q.tag;
+  a.info.layout_slot = next_slot_++;
+  a.handle = h;
+  allocate_response r{a.info.allocation_id, a.info.size, a.info.aligned_size, a.info.layout_slot};
+  allocations_.emplace(a.info.allocation_id, std::move(a));
+  c->busy = false;
+  reply(c, r);
+  read(c);
+}
+
+template <class Backend>
+void server<Backend>::send(const connection_ptr& c, std::string frame, int fd) {
+  if (c->state == phase::closing) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  c->out_bytes += frame.size();
+  c->out.push_back({std::move(frame), fd, 0});
+  if (c->out_bytes > opts_.max_pending_output) return drop(c, "client does not read its replies");
+  flush(c);
+}
+
+template <class Backend>
+void server<Backend>::flush(const connection_ptr& c) {
+  if (c->writing || c->out.empty()) return;
+  c->writing = true;
+  // Wait until writable, then send as much as the socket takes without blocking.
+  c->socket.async_wait(protocol::socket::wait_write, [this, c](boost::system::error_code ec) {
+    c->writing = false;
+    if (ec || !started_) return;
+    const int s = c->socket.native_handle();
+    while (!c->out.empty()) {
+      outgoing& o = c->out.front();
+      std::string_view rest = std::string_view(o.frame).substr(o.sent);
+      ssize_t n;
+      if (o.fd >= 0 && o.sent == 0) n = send_with_fd(s, rest, o.fd);
+      else n = ::send(s, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return drop(c, "send failed");
+      }
+      if (o.fd >= 0) {  // the descriptor went with the first byte
+        ::close(o.fd);
+        o.fd = -1;
+      }
+      o.sent += static_cast<std::size_t>(n);
+      c->out_bytes -= static_cast<std::size_t>(n);
+      if (o.sent == o.frame.size()) c->out.pop_front();
+    }
+    if (!c->out.empty()) return flush(c);
+    if (c->close_after_write) {
+      // Commit, probes, failed handshakes: the server closes the connection.
+      boost::system::error_code ignored;
+      c->socket.shutdown(protocol::socket::shutdown_both, ignored);
+      drop(c, "closed by server");
+    }
+  });
+}
+
+template <class Backend>
+void server<Backend>::drop(const connection_ptr& c, const std::string& why) {
+  if (c->state == phase::closing) return;
+  const bool was_waiting = c->state == phase::waiting;
+  c->state = phase::closing;
+  log("session_" + std::to_string(c->id) + " closed: " + why, true);
+  c->timer.cancel();
+  if (was_waiting) {
+    waiters_.remove(c);
+    if (c->counted_writer) {
+      fsm_.end_rw_wait();
+      c->counted_writer = false;
+    }
+  }
+  if (fsm_.rw_session() == c->id) {
+    fsm_.rw_abort(c->id);
+    const std::size_t n = allocations_.size();
+    log("RW aborted; clearing active layout");
+    clear_layout();
+    record("rw_aborted");
+    record("allocations_cleared", static_cast<std::int64_t>(n));
+  } else if (fsm_.holds(c->id)) {
+    fsm_.ro_disconnect(c->id);
+  }
+  boost::system::error_code ec;
+  c->socket.close(ec);
+  connections_.remove(c);
+  process_waiters();
+}
+
+template <class Backend>
+void server<Backend>::clear_layout() {
+  const std::size_t n = allocations_.size();
+  for (auto& [id, a] : allocations_) backend_.release(a.handle);
+  allocations_.clear();
+  metadata_.clear();
+  hash_.clear();
+  next_slot_ = 0;
+  if (n) log("Cleared " + std::to_string(n) + " allocations");
+}
+
+}  // namespace inferwire::gms
+
+#endif
