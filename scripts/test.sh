@@ -13,7 +13,8 @@ cmake -S . -B "$build" -G Ninja
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
 # ctest shows a skipped test without its output: say why the GPU tests were skipped.
-gpu_tests="$build/tests/gpu/inferwire_gpu_tests"
-if [ -x "$gpu_tests" ]; then
-  "$gpu_tests" --list-test-names-only 2>&1 | head -n 1 || true
-fi
+for gpu_tests in "$build/tests/gpu/inferwire_gpu_tests" "$build/tests/gpu/inferwire_gms_gpu_tests"; do
+  if [ -x "$gpu_tests" ]; then
+    "$gpu_tests" --list-test-names-only 2>&1 | head -n 1 || true
+  fi
+done

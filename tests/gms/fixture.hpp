@@ -42,10 +42,12 @@ struct server_config {
   std::size_t max_frame = gms::default_max_frame_size;
 };
 
-class test_server {
+/// A GMS server on its own thread with `Backend`.
+template <class Backend>
+class basic_test_server {
  public:
-  explicit test_server(server_config cfg = {}, std::string path = fresh_socket_path())
-      : path_(std::move(path)), backend_(std::size_t{2} << 20, cfg.capacity), guard_(ioc_.get_executor()) {
+  basic_test_server(Backend backend, server_config cfg = {}, std::string path = fresh_socket_path())
+      : path_(std::move(path)), backend_(std::move(backend)), guard_(ioc_.get_executor()) {
     gms::server_options o;
     o.socket_path = path_;
     o.alloc_retry_interval = cfg.retry_interval;
@@ -59,7 +61,7 @@ class test_server {
     server_->start();
     thread_ = std::thread([this] { ioc_.run(); });
   }
-  ~test_server() { shutdown(); }
+  ~basic_test_server() { shutdown(); }
 
   /// Stops the server (on its thread) and joins it.
   void shutdown() {
@@ -89,12 +91,19 @@ class test_server {
  private:
   std::string path_;
   boost::asio::io_context ioc_;
-  gms::memfd_backend backend_;
+  Backend backend_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::optional<gms::server<gms::memfd_backend>> server_;
+  std::optional<gms::server<Backend>> server_;
   std::thread thread_;
   std::mutex log_mutex_;
   std::vector<std::string> log_;
+};
+
+/// The memfd server of the CPU tests (2 MiB granularity).
+class test_server : public basic_test_server<gms::memfd_backend> {
+ public:
+  explicit test_server(server_config cfg = {}, std::string path = fresh_socket_path())
+      : basic_test_server(gms::memfd_backend(std::size_t{2} << 20, cfg.capacity), cfg, std::move(path)) {}
 };
 
 /// Polls `pred` every 5 ms for up to `limit`.

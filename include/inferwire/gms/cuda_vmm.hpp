@@ -172,6 +172,7 @@ class cuda_vmm_backend {
   struct handle {
     CUmemGenericAllocationHandle memory = 0;
     int fd = -1;  ///< exported once, dup'd per export
+    std::size_t size = 0;
   };
 
   explicit cuda_vmm_backend(int device) : device_(device), granularity_(detail::vmm_open_device(device)) {}
@@ -179,6 +180,8 @@ class cuda_vmm_backend {
   std::size_t granularity() const noexcept { return granularity_; }
   int device() const noexcept { return device_; }
   std::string name() const { return "cuda_vmm"; }
+  /// Bytes held by live allocations.
+  std::size_t allocated() const noexcept { return allocated_; }
 
   alloc_status allocate(std::size_t aligned_size, handle& out) {
     const auto& d = detail::vmm();
@@ -192,6 +195,8 @@ class cuda_vmm_backend {
       d.release(h.memory);
       detail::vmm_check(e, "cuMemExportToShareableHandle");
     }
+    h.size = aligned_size;
+    allocated_ += aligned_size;
     out = h;
     return alloc_status::ok;
   }
@@ -204,13 +209,17 @@ class cuda_vmm_backend {
 
   void release(handle& h) noexcept {
     if (h.fd >= 0) ::close(h.fd);
-    if (h.memory) detail::vmm().release(h.memory);
+    if (h.memory) {
+      detail::vmm().release(h.memory);
+      allocated_ -= h.size;
+    }
     h = {};
   }
 
  private:
   int device_;
   std::size_t granularity_;
+  std::size_t allocated_ = 0;
 };
 
 class cuda_vmm_mapper {

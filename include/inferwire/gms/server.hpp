@@ -240,6 +240,8 @@ void server<Backend>::accept() {
     if (!started_) return;
     if (!ec) {
       c->id = ++next_session_;
+      boost::system::error_code ignored;
+      c->socket.non_blocking(true, ignored);
       connections_.push_back(c);
       log("session_" + std::to_string(c->id) + " connected", true);
       read(c);
@@ -606,39 +608,43 @@ void server<Backend>::send(const connection_ptr& c, std::string frame, int fd) {
 
 template <class Backend>
 void server<Backend>::flush(const connection_ptr& c) {
-  if (c->writing || c->out.empty()) return;
-  c->writing = true;
-  // Wait until writable, then send as much as the socket takes without blocking.
-  c->socket.async_wait(protocol::socket::wait_write, [this, c](boost::system::error_code ec) {
-    c->writing = false;
-    if (ec || !started_) return;
-    const int s = c->socket.native_handle();
-    while (!c->out.empty()) {
-      outgoing& o = c->out.front();
-      std::string_view rest = std::string_view(o.frame).substr(o.sent);
-      ssize_t n;
-      if (o.fd >= 0 && o.sent == 0) n = send_with_fd(s, rest, o.fd);
-      else n = ::send(s, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return drop(c, "send failed");
-      }
-      if (o.fd >= 0) {  // the descriptor went with the first byte
-        ::close(o.fd);
-        o.fd = -1;
-      }
-      o.sent += static_cast<std::size_t>(n);
-      c->out_bytes -= static_cast<std::size_t>(n);
-      if (o.sent == o.frame.size()) c->out.pop_front();
+  if (c->writing || c->state == phase::closing) return;
+  // Send as much as the socket takes now (the socket is non-blocking); wait for writability
+  // only when it is full.
+  const int s = c->socket.native_handle();
+  while (!c->out.empty()) {
+    outgoing& o = c->out.front();
+    std::string_view rest = std::string_view(o.frame).substr(o.sent);
+    ssize_t n;
+    if (o.fd >= 0 && o.sent == 0) n = send_with_fd(s, rest, o.fd);
+    else n = ::send(s, rest.data(), rest.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return drop(c, "send failed");
     }
-    if (!c->out.empty()) return flush(c);
-    if (c->close_after_write) {
-      // Commit, probes, failed handshakes: the server closes the connection.
-      boost::system::error_code ignored;
-      c->socket.shutdown(protocol::socket::shutdown_both, ignored);
-      drop(c, "closed by server");
+    if (o.fd >= 0) {  // the descriptor went with the first byte
+      ::close(o.fd);
+      o.fd = -1;
     }
-  });
+    o.sent += static_cast<std::size_t>(n);
+    c->out_bytes -= static_cast<std::size_t>(n);
+    if (o.sent == o.frame.size()) c->out.pop_front();
+  }
+  if (!c->out.empty()) {
+    c->writing = true;
+    c->socket.async_wait(protocol::socket::wait_write, [this, c](boost::system::error_code ec) {
+      c->writing = false;
+      if (ec || !started_) return;
+      flush(c);
+    });
+    return;
+  }
+  if (c->close_after_write) {
+    // Commit, probes, failed handshakes: the server closes the connection.
+    boost::system::error_code ignored;
+    c->socket.shutdown(protocol::socket::shutdown_both, ignored);
+    drop(c, "closed by server");
+  }
 }
 
 template <class Backend>

@@ -1,0 +1,282 @@
+// bench_gms: the GMS control plane and imports against inferwire-gms-server.
+//
+// (a) round trips per second of handshake, allocate, export (with the fd) and metadata
+//     put/get against the memfd daemon, each compared in the same run with a bare frame echo
+//     over a Unix socket (the floor any GMS implementation pays per round trip);
+// (b) import of 1,000 allocations by a reader (get + export + reserve + map) with the mmap
+//     mapper, compared with mapping 1,000 local memfds directly;
+// (c) on a GPU: import and map 8 GiB in 512 allocations with the CUDA VMM mapper, compared
+//     with cudaMemcpy of the same bytes from pinned host memory (target: >= 10x faster).
+#include "bench_process.hpp"
+
+#include <inferwire/gms/cuda_vmm.hpp>
+#include <inferwire/gms/memory_manager.hpp>
+#include <inferwire/gms/mmap_mapper.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+namespace gms = inferwire::gms;
+using clock_type = std::chrono::steady_clock;
+using gms::requested_lock_type;
+
+namespace {
+
+double seconds_of(const std::function<void()>& f) {
+  const auto t0 = clock_type::now();
+  f();
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+bool wait_for_socket(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    try {
+      gms::session::runtime_state(path);
+      return true;
+    } catch (const gms::error&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return false;
+}
+
+/// A Unix-socket server process that echoes every frame back; the baseline round trip (a
+/// process of its own, as the GMS server is).
+class echo_server {
+ public:
+  explicit echo_server(std::string path) : path_(std::move(path)) {
+    std::filesystem::remove(path_);
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, path_.c_str(), path_.size() + 1);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 64);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) ::_exit(0);
+        char buf[65536];
+        for (;;) {
+          ssize_t n = ::recv(c, buf, sizeof buf, 0);
+          if (n <= 0) break;
+          ::send(c, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+        }
+        ::close(c);
+      }
+    }
+    ::close(fd_);
+  }
+  ~echo_server() {
+    bench::stop(pid_);
+    std::filesystem::remove(path_);
+  }
+  /// Connects, sends `frame` and reads it back `n` times on one connection (connect_each:
+  /// a new connection per round trip).
+  double round_trips_per_second(const std::string& frame, int n, bool connect_each) const {
+    int c = -1;
+    auto open = [&] {
+      c = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      std::memcpy(a.sun_path, path_.c_str(), path_.size() + 1);
+      ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    };
+    std::string back(frame.size(), '\0');
+    const double s = seconds_of([&] {
+      if (!connect_each) open();
+      for (int i = 0; i < n; ++i) {
+        if (connect_each) open();
+        ::send(c, frame.data(), frame.size(), MSG_NOSIGNAL);
+        std::size_t got = 0;
+        while (got < back.size()) {
+          ssize_t k = ::recv(c, back.data() + got, back.size() - got, 0);
+          if (k <= 0) break;
+          got += static_cast<std::size_t>(k);
+        }
+        if (connect_each) ::close(c);
+      }
+      if (!connect_each) ::close(c);
+    });
+    return n / s;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  pid_t pid_ = -1;
+};
+
+void report(const char* what, int n, double seconds, double baseline_per_s) {
+  const double per_s = n / seconds;
+  std::printf("  %-34s %9.0f /s  (%6.1f us)   echo baseline %9.0f /s   ratio %.2f\n", what, per_s,
+              1e6 / per_s, baseline_per_s, per_s / baseline_per_s);
+}
+
+void control_plane(const std::string& path, const echo_server& echo) {
+  std::printf("(a) control-plane round trips, memfd backend\n");
+  {  // a committed layout, so rw_or_ro handshakes are readers and leave it alone
+    gms::session w(path, requested_lock_type::rw);
+    w.commit();
+  }
+  const std::string hs_frame = gms::encode_frame(gms::handshake_request{requested_lock_type::rw_or_ro, 1000});
+  const int n_hs = 2000;
+  const double t_hs = seconds_of([&] {
+    for (int i = 0; i < n_hs; ++i) gms::session r(path, requested_lock_type::rw_or_ro, 1000);
+  });
+  report("handshake (connect+RO grant+close)", n_hs, t_hs, echo.round_trips_per_second(hs_frame, n_hs, true));
+
+  gms::session w(path, requested_lock_type::rw);
+  const int n_alloc = 2000;
+  std::vector<std::string> ids;
+  const double t_alloc = seconds_of([&] {
+    for (int i = 0; i < n_alloc; ++i) ids.push_back(w.allocate(std::int64_t{2} << 20, "weights").allocation_id);
+  });
+  report("allocate (2 MiB)", n_alloc, t_alloc,
+         echo.round_trips_per_second(gms::encode_frame(gms::allocate_request{2 << 20, "weights"}), n_alloc, false));
+
+  const int n_export = 5000;
+  const double t_export = seconds_of([&] {
+    for (int i = 0; i < n_export; ++i) w.export_allocation(ids[static_cast<std::size_t>(i) % ids.size()]);
+  });
+  report("export (+fd, closed)", n_export, t_export,
+         echo.round_trips_per_second(gms::encode_frame(gms::export_allocation_request{ids[0]}), n_export, false));
+
+  const int n_md = 5000;
+  const std::string value(96, 'v');
+  const double t_put = seconds_of([&] {
+    for (int i = 0; i < n_md; ++i)
+      w.metadata_put("model.layers." + std::to_string(i) + ".weight", ids[static_cast<std::size_t>(i) % ids.size()], 64, value);
+  });
+  report("metadata put (96-byte value)", n_md, t_put,
+         echo.round_trips_per_second(
+             gms::encode_frame(gms::metadata_put_request{"model.layers.0.weight", ids[0], 64, gms::bytes{value}}), n_md, false));
+  const double t_get = seconds_of([&] {
+    for (int i = 0; i < n_md; ++i) w.metadata_get("model.layers." + std::to_string(i) + ".weight");
+  });
+  report("metadata get", n_md, t_get,
+         echo.round_trips_per_second(gms::encode_frame(gms::metadata_get_request{"model.layers.0.weight"}), n_md, false));
+  w.close();
+}
+
+void import_cpu(const std::string& path) {
+  std::printf("(b) import of 1,000 allocations (2 MiB each), mmap mapper\n");
+  const int n = 1000;
+  {
+    gms::session w(path, requested_lock_type::rw);
+    for (int i = 0; i < n; ++i) w.metadata_put("t" + std::to_string(i), w.allocate(2 << 20).allocation_id, 0, "");
+    w.commit();
+  }
+  gms::memory_manager<gms::mmap_mapper> r(path);
+  r.connect(requested_lock_type::ro);
+  auto list = r.list_handles();
+  const double t_import = seconds_of([&] {
+    for (const auto& a : list) r.create_mapping(a.allocation_id);
+  });
+  // Baseline: the same reservations and mappings of local memfds, no protocol.
+  gms::mmap_mapper local;
+  std::vector<std::pair<std::uintptr_t, gms::mmap_mapper::handle>> maps;
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::memfd_create("bench", MFD_CLOEXEC);
+    ::ftruncate(fd, 2 << 20);
+    fds.push_back(fd);
+  }
+  const double t_local = seconds_of([&] {
+    for (int fd : fds) {
+      auto va = local.reserve(2 << 20);
+      auto h = local.import(gms::unique_fd(::dup(fd)), 2 << 20);
+      local.map(va, 2 << 20, h, false);
+      maps.emplace_back(va, std::move(h));
+    }
+  });
+  std::printf("  GMS import: %8.2f ms (%6.1f us each)   local mmap of memfds: %8.2f ms   ratio %.2f\n",
+              t_import * 1e3, t_import * 1e6 / n, t_local * 1e3, t_import / t_local);
+  for (auto& [va, h] : maps) {
+    local.unmap(va, 2 << 20, h);
+    local.free_va(va, 2 << 20);
+  }
+  for (int fd : fds) ::close(fd);
+}
+
+void import_gpu(const std::string& server_binary, const std::string& dir) {
+  std::printf("(c) GPU: import and map 8 GiB in 512 allocations vs cudaMemcpy from pinned memory\n");
+  if (!inferwire::cuda::available()) {
+    std::printf("  skipped: %s\n", inferwire::cuda::unavailable_reason().c_str());
+    return;
+  }
+  const std::string path = dir + "/gms_bench_gpu.sock";
+  pid_t pid = bench::spawn({server_binary, "--device", "0", "--socket-path", path}, dir + "/gms_gpu.log");
+  if (!wait_for_socket(path)) {
+    std::printf("  skipped: the CUDA backend did not start:\n%s\n", bench::read_file(dir + "/gms_gpu.log").c_str());
+    bench::stop(pid);
+    return;
+  }
+  const std::size_t each = std::size_t{16} << 20, count = 512, total = each * count;
+  try {
+    {
+      gms::memory_manager<gms::cuda_vmm_mapper> w(path, gms::cuda_vmm_mapper(0));
+      w.connect(requested_lock_type::rw);
+      for (std::size_t i = 0; i < count; ++i) w.create_mapping({}, static_cast<std::int64_t>(each), "weights");
+      w.commit();
+    }
+    gms::memory_manager<gms::cuda_vmm_mapper> r(path, gms::cuda_vmm_mapper(0));
+    const double t_import = seconds_of([&] {
+      r.connect(requested_lock_type::ro);
+      for (const auto& a : r.list_handles()) r.create_mapping(a.allocation_id);
+      r.mapper().synchronize();
+    });
+    void* host = nullptr;
+    void* dev = nullptr;
+    inferwire::cuda::check(cudaMallocHost(&host, total), "cudaMallocHost");
+    inferwire::cuda::check(cudaMalloc(&dev, total), "cudaMalloc");
+    std::memset(host, 1, total);
+    inferwire::cuda::check(cudaMemcpy(dev, host, each, cudaMemcpyHostToDevice), "warm-up");
+    const double t_copy = seconds_of([&] {
+      inferwire::cuda::check(cudaMemcpy(dev, host, total, cudaMemcpyHostToDevice), "cudaMemcpy");
+    });
+    cudaFree(dev);
+    cudaFreeHost(host);
+    std::printf("  import+map: %8.2f ms   cudaMemcpy H2D: %8.2f ms (%.1f GB/s)   speed-up %.1fx (target >= 10x)\n",
+                t_import * 1e3, t_copy * 1e3, total / t_copy / 1e9, t_copy / t_import);
+  } catch (const std::exception& e) {
+    std::printf("  failed: %s\n", e.what());
+  }
+  bench::stop(pid);
+}
+
+}  // namespace
+
+int main() {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/inferwire-bench-gms-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/gms.sock";
+  pid_t pid = bench::spawn({INFERWIRE_GMS_SERVER_PATH, "--device", "0", "--backend", "memfd", "--socket-path", path},
+                           dir + "/gms.log");
+  if (!wait_for_socket(path)) {
+    std::fprintf(stderr, "inferwire-gms-server did not start:\n%s\n", bench::read_file(dir + "/gms.log").c_str());
+    bench::stop(pid);
+    return 1;
+  }
+  int rc = 0;
+  try {
+    echo_server echo(dir + "/echo.sock");
+    control_plane(path, echo);
+    import_cpu(path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gms: %s\n", e.what());
+    rc = 1;
+  }
+  bench::stop(pid);
+  import_gpu(INFERWIRE_GMS_SERVER_PATH, dir);
+  std::filesystem::remove_all(dir);
+  return rc;
+}
