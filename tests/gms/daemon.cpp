@@ -114,14 +114,7 @@ TEST_CASE("inferwire-gms-server: replaces a stale socket file and names the defa
   const std::string dir = fresh_socket_path() + ".d";
   std::filesystem::create_directory(dir);
   const std::string path = dir + "/gms_memfd3_kv_cache.sock";
-  {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    ::close(fd);
-  }
+  REQUIRE(make_stale_socket(path));
   ::setenv("GMS_SOCKET_DIR", dir.c_str(), 1);
   gms_daemon d({"--device", "3", "--backend", "memfd", "--tag", "kv_cache"});
   ::unsetenv("GMS_SOCKET_DIR");

@@ -117,6 +117,17 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::millis
   return pred();
 }
 
+/// Leaves a socket file at `path` with nothing listening behind it (a crashed server's).
+inline bool make_stale_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
 /// A plain connected socket, for raw bytes.
 class raw_socket {
  public:

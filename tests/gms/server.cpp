@@ -642,15 +642,7 @@ TEST_CASE("gms server: other connections are served while an allocation waits fo
 
 TEST_CASE("gms server: start-up, socket mode, stale sockets and shutdown", "[gms]") {
   const std::string path = fresh_socket_path();
-  {
-    // A stale socket file (no server behind it) is replaced.
-    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    ::close(fd);
-  }
+  REQUIRE(make_stale_socket(path));  // a socket file with no server behind it is replaced
   REQUIRE(std::filesystem::exists(path));
   auto s = std::make_unique<test_server>(server_config{}, path);
   struct stat st{};

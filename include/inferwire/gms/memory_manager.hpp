@@ -62,7 +62,8 @@ class memory_manager {
   /// Connects and takes the lock. RW forgets any saved layout hash; RO on a committed server
   /// saves the current hash (unless one is kept for preserved mappings) for remap_all_vas().
   void connect(requested_lock_type lock, std::optional<std::int64_t> timeout_ms = {}) {
-    if (session_) throw error("Memory manager is already connected");
+    if (connected()) throw error("Memory manager is already connected");
+    session_.reset();  // one the server closed
     session_.emplace(path_, lock, timeout_ms);
     if (session_->granted() == granted_lock_type::rw) {
       saved_hash_.reset();
