@@ -24,6 +24,11 @@ install(FILES
   "${PROJECT_BINARY_DIR}/inferwireConfig.cmake"
   "${PROJECT_BINARY_DIR}/inferwireConfigVersion.cmake"
   cmake/inferwire_deps.cmake
+  cmake/inferwire_grpc.cmake
   DESTINATION ${INFERWIRE_CMAKE_DIR})
+# The protos, for consumers of the grpc component (generated and compiled in their build).
+install(FILES proto/grpc_service.proto proto/model_config.proto proto/health.proto
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/inferwire/proto)
 # The build tree is a usable package too (export()): give it the dependency table as well.
 configure_file(cmake/inferwire_deps.cmake "${PROJECT_BINARY_DIR}/inferwire_deps.cmake" COPYONLY)
+configure_file(cmake/inferwire_grpc.cmake "${PROJECT_BINARY_DIR}/inferwire_grpc.cmake" COPYONLY)

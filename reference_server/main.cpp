@@ -1,6 +1,9 @@
 // inferwire-server: the reference KServe v2 / Triton-compatible inference server.
 #include "src/options.hpp"
 #include "src/server.hpp"
+#if INFERWIRE_SERVER_GRPC
+#include "src/grpc.hpp"
+#endif
 
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -61,9 +64,23 @@ int main(int argc, char** argv) {
   };
   if (s.opts.allow_http && !listen("HTTPService", s.opts.http_port, false)) return 1;
   if (s.opts.allow_metrics && !listen("Metrics Service", s.opts.metrics_port, true)) return 1;
+#if INFERWIRE_SERVER_GRPC
+  std::shared_ptr<grpc_frontend> grpc;
+  if (s.opts.allow_grpc) {
+    inferwire::status st;
+    int bound = 0;
+    grpc = start_grpc(s, s.opts.http_address, s.opts.grpc_port, st, bound);
+    if (!grpc) {
+      s.log.log_error(st.message());
+      return 1;
+    }
+    s.log.log_info("Started GRPCInferenceService at " + s.opts.http_address + ":" + std::to_string(bound));
+  }
+#else
   if (s.opts.allow_grpc)
     s.log.log_warning("the gRPC frontend is not available in this build; --grpc-port " +
                       std::to_string(s.opts.grpc_port) + " is not served");
+#endif
 
   if (s.repository.mode() == control_mode::poll) s.repository.start_polling(s.opts.repository_poll_secs);
 
@@ -84,6 +101,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&s, i] { s.ios[i]->run(); });
   s.ios.front()->run();
   for (auto& t : pool) t.join();
+#if INFERWIRE_SERVER_GRPC
+  if (grpc) stop_grpc(*grpc);  // running calls get a few seconds, then are cancelled
+#endif
   s.repository.stop_polling();
   s.execution.join();
   s.log.log_info("exited cleanly");

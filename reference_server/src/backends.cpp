@@ -395,8 +395,43 @@ class gpu_identity_backend final : public backend {
   }
 };
 
-constexpr std::array<std::string_view, 6> backend_names{
-    "simple", "simple_string", "identity", "sequence", "dyna_sequence", "accumulator"};
+// repeat_int32's backend (decoupled): IN (INT32 [-1]), DELAY (UINT32 [-1]), WAIT (UINT32 [1]);
+// for each element i, sleeps DELAY[i] ms (DELAY may be shorter than IN: missing delays are 0)
+// and sends OUT = [IN[i]], IDX = [i]. WAIT is accepted and not used.
+class repeat_backend final : public backend {
+ public:
+  status execute(execution& e) override {
+    if (!e.respond) return {errc::internal, "backend 'repeat' needs a decoupled model"};
+    const auto* in = e.input("IN");
+    if (!in) return missing_input(e, "IN");
+    if (in->datatype != data_type::int32) return {errc::invalid_arg, "input 'IN' of backend 'repeat' must be INT32"};
+    const auto* delay = e.input("DELAY");
+    if (delay && delay->datatype != data_type::uint32)
+      return {errc::invalid_arg, "input 'DELAY' of backend 'repeat' must be UINT32"};
+    apply_delay(e.config);
+    const auto values = in->as<std::int32_t>();
+    const std::size_t delays = delay ? delay->data.size() / 4 : 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i < delays) {
+        std::uint32_t ms = 0;
+        std::memcpy(&ms, delay->data.bytes().data() + 4 * i, 4);
+        if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      }
+      std::vector<v2::infer_output> outs(2);
+      const std::int32_t v = values[i];
+      const auto idx = static_cast<std::uint32_t>(i);
+      outs[0] = {"OUT", data_type::int32, {1}, v2::tensor_encoding::binary,
+                 v2::tensor_data::own(std::string(reinterpret_cast<const char*>(&v), 4)), {}};
+      outs[1] = {"IDX", data_type::uint32, {1}, v2::tensor_encoding::binary,
+                 v2::tensor_data::own(std::string(reinterpret_cast<const char*>(&idx), 4)), {}};
+      if (auto st = e.respond(std::move(outs))) return st;
+    }
+    return {};
+  }
+};
+
+constexpr std::array<std::string_view, 7> backend_names{
+    "simple", "simple_string", "identity", "sequence", "dyna_sequence", "accumulator", "repeat"};
 
 }  // namespace
 
@@ -415,6 +450,7 @@ std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
   if (b == "dyna_sequence") return std::make_unique<sequence_backend>(sequence_backend::mode::dyna);
   if (b == "accumulator")
     return std::make_unique<sequence_backend>(sequence_backend::mode::accumulate);
+  if (b == "repeat") return std::make_unique<repeat_backend>();
   st = {errc::invalid_arg, "unable to find backend library for backend '" + b +
                                "', try specifying runtime on the model configuration."};
   return nullptr;

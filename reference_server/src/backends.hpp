@@ -6,6 +6,8 @@
 //   sequence          OUTPUT = (INPUT + START) * READY
 //   dyna_sequence     OUTPUT = (INPUT + START + END * CORRID) * READY
 //   accumulator       per-sequence running sum (END also adds the numeric correlation ID)
+//   repeat            decoupled: for each IN[i], waits DELAY[i] ms and responds OUT = IN[i],
+//                     IDX = i (no response for an empty IN)
 // Every backend honours the config parameter `execute_delay_ms` (an artificial delay).
 // `simple` and `identity` models whose instances are on a GPU (instance_group KIND_GPU) run
 // there: CUDA kernels read inputs from and write outputs to device memory directly, CUDA
@@ -17,6 +19,7 @@
 
 #include <inferwire/v2/types.hpp>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +47,8 @@ struct execution {
   /// Shared-memory destinations of outputs, by name. A backend may write an output straight
   /// into its destination; the output's data then views the destination.
   std::span<const std::pair<std::string, placement>> output_places;
+  /// Decoupled models: sends one response made of `outputs` (set by the frontend).
+  std::function<status(std::vector<v2::infer_output>&&)> respond;
 
   const v2::infer_input* input(std::string_view name) const noexcept {
     for (const auto& i : inputs)

@@ -409,24 +409,7 @@ class session : public std::enable_shared_from_this<session> {
     status st;
     auto m = s_.repository.find(r.model, r.version, st);
     if (!m) return error_reply(st);
-    const model_config& c = *m->config;
-    v2::model_metadata md;
-    md.name = c.name;
-    if (!r.version.empty()) {
-      md.versions.push_back(std::to_string(m->version));
-    } else {
-      for (auto v : s_.repository.ready_version_numbers(c.name)) md.versions.push_back(std::to_string(v));
-    }
-    md.platform = c.platform;
-    auto add = [&](const std::vector<tensor_config>& from, std::vector<v2::tensor_metadata>& to) {
-      for (const auto& t : from) {
-        v2::tensor_metadata tm{t.name, t.datatype, t.dims};
-        if (c.batching()) tm.shape.insert(tm.shape.begin(), -1);
-        to.push_back(std::move(tm));
-      }
-    };
-    add(c.inputs, md.inputs);
-    add(c.outputs, md.outputs);
+    const v2::model_metadata md = describe_model(s_, *m, !r.version.empty());
     return json_reply(boost::json::serialize(boost::json::value_from(md)));
   }
 
@@ -532,28 +515,12 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   reply logging(const bhttp::request<bhttp::string_body>& req) {
-    logger& l = s_.log;
     if (req.method() == bhttp::verb::post) {
       v2::log_settings u;
       if (auto st = parse_body_as(req.body(), u)) return error_reply(st);
-      if (u.log_file)
-        return error_reply(501, "log file location can not be updated through network protocol");
-      if (u.log_format && *u.log_format != "default" && *u.log_format != "ISO8601")
-        return error_reply(503, "invalid argument for --log_format, got: " + *u.log_format);
-      if (u.log_info) l.info = *u.log_info;
-      if (u.log_warning) l.warning = *u.log_warning;
-      if (u.log_error) l.error = *u.log_error;
-      if (u.log_verbose_level) l.verbose = *u.log_verbose_level;
-      if (u.log_format)
-        l.format = *u.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
+      if (auto st = update_log_settings(s_, u)) return error_reply(st);
     }
-    v2::log_settings cur;
-    cur.log_file = l.file();
-    cur.log_info = l.info.load();
-    cur.log_warning = l.warning.load();
-    cur.log_error = l.error.load();
-    cur.log_verbose_level = l.verbose.load();
-    cur.log_format = l.format == log_format::iso8601 ? "ISO8601" : "default";
+    const v2::log_settings cur = current_log_settings(s_);
     return json_reply(boost::json::serialize(boost::json::value_from(cur)));
   }
 

@@ -317,13 +317,13 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
 
 status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
                        const request_clock& times, v2::infer_response& response,
-                       const tensor_places* places) {
+                       const tensor_places* places, const response_sink* on_response) {
   const model_config& c = *model.config;
   version_stats::durations d;
   const auto start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
 
-  execution e{c, r.inputs, batch_size, nullptr, {}, {}, {}, {}};
+  execution e{c, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}};
   std::vector<v2::infer_input> with_controls;
   const std::vector<v2::infer_input>* inputs = &r.inputs;
   std::vector<v2::infer_input> staged;
@@ -431,6 +431,70 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
     }
     e.inputs = with_controls;
   }
+  // The response of a set of outputs: the requested ones (all when none are listed), with
+  // their encodings, shared-memory destinations and classification.
+  auto build = [&](std::vector<v2::infer_output>& outs, v2::infer_response& resp) -> status {
+    resp.id = r.id;
+    resp.model_name = c.name;
+    resp.model_version = std::to_string(model.version);
+    resp.outputs.clear();
+    auto take = [&](std::string_view name) -> v2::infer_output* {
+      for (auto& o : outs)
+        if (o.name == name) return &o;
+      return nullptr;
+    };
+    auto emit = [&](std::string_view name, std::uint64_t k) -> status {
+      v2::infer_output* o = take(name);
+      if (!o) return {};  // the backend did not produce it (e.g. from an absent optional input)
+      v2::infer_output out = std::move(*o);
+      out.encoding = v2::output_encoding(r, name);
+      if (out.encoding == v2::tensor_encoding::shared_memory && places) {
+        for (const auto& [n, p] : places->outputs) {
+          if (n != name) continue;
+          const auto bytes = out.data.bytes();
+          if (bytes.size() > p.size)
+            return {errc::internal, "shared memory size specified with the request for output '" +
+                                        std::string(name) + "' (" + std::to_string(p.size) +
+                                        " bytes) should be at least " + std::to_string(bytes.size()) +
+                                        " bytes to hold the results"};
+          if (bytes.data() != p.data)  // not written in place by the backend
+            if (auto st = gpu_copy(p, {const_cast<std::byte*>(bytes.data()), bytes.size(), -1},
+                                   bytes.size()))
+              return st;
+          break;
+        }
+        out.data = {};
+        out.parameters.clear();
+      }
+      if (k > 0)
+        if (auto st = classify(out, k, *c.output(name), c.batching())) return st;
+      resp.outputs.push_back(std::move(out));
+      return {};
+    };
+    if (!r.outputs.empty()) {
+      for (const auto& ro : r.outputs)
+        if (auto st = emit(ro.name, ro.classification)) return st;
+    } else {
+      for (const auto& t : c.outputs)
+        if (auto st = emit(t.name, 0)) return st;
+    }
+    return {};
+  };
+  // Decoupled models send their responses as they go.
+  std::size_t responses = 0;
+  if (c.decoupled) {
+    if (!on_response)
+      return fail({errc::unsupported, "this frontend does not support models with decoupled transaction policy"},
+                  false);
+    e.respond = [&](std::vector<v2::infer_output>&& outs) -> status {
+      v2::infer_response resp;
+      if (auto st = build(outs, resp)) return st;
+      ++responses;
+      (*on_response)(std::move(resp));
+      return {};
+    };
+  }
+
   const auto inputs_ready = clock::now();
   d.input_ns = ns_between(start, inputs_ready);
 
@@ -443,49 +507,13 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   const auto executed = clock::now();
   d.infer_ns = ns_between(inputs_ready, executed);
 
-  response.id = r.id;
-  response.model_name = c.name;
-  response.model_version = std::to_string(model.version);
-  response.outputs.clear();
-  auto take = [&](std::string_view name) -> v2::infer_output* {
-    for (auto& o : e.outputs)
-      if (o.name == name) return &o;
-    return nullptr;
-  };
-  auto emit = [&](std::string_view name, std::uint64_t k) -> status {
-    v2::infer_output* o = take(name);
-    if (!o) return {};  // the backend did not produce it (e.g. from an absent optional input)
-    v2::infer_output out = std::move(*o);
-    out.encoding = v2::output_encoding(r, name);
-    if (out.encoding == v2::tensor_encoding::shared_memory && places) {
-      for (const auto& [n, p] : places->outputs) {
-        if (n != name) continue;
-        const auto bytes = out.data.bytes();
-        if (bytes.size() > p.size)
-          return {errc::internal, "shared memory size specified with the request for output '" +
-                                      std::string(name) + "' (" + std::to_string(p.size) +
-                                      " bytes) should be at least " + std::to_string(bytes.size()) +
-                                      " bytes to hold the results"};
-        if (bytes.data() != p.data)  // not written in place by the backend
-          if (auto st = gpu_copy(p, {const_cast<std::byte*>(bytes.data()), bytes.size(), -1},
-                                 bytes.size()))
-            return st;
-        break;
-      }
-      out.data = {};
-      out.parameters.clear();
-    }
-    if (k > 0)
-      if (auto st = classify(out, k, *c.output(name), c.batching())) return st;
-    response.outputs.push_back(std::move(out));
-    return {};
-  };
-  if (!r.outputs.empty()) {
-    for (const auto& ro : r.outputs)
-      if (auto st = emit(ro.name, ro.classification)) return fail(st, false);
-  } else {
-    for (const auto& t : c.outputs)
-      if (auto st = emit(t.name, 0)) return fail(st, false);
+  if (c.decoupled) {
+    response = {};
+    response.id = r.id;
+    response.model_name = c.name;
+    response.model_version = std::to_string(model.version);
+  } else if (auto st = build(e.outputs, response)) {
+    return fail(st, false);
   }
   const auto done = clock::now();
   d.output_ns = ns_between(executed, done);

@@ -8,6 +8,8 @@
 
 #include <inferwire/v2/types.hpp>
 
+#include <functional>
+
 namespace inferwire::server {
 
 /// Checks `request` against `config` with Triton's texts. On success `batch_size` is the
@@ -41,9 +43,14 @@ status resolve_shared_memory(shm_registry& registry, v2::infer_request& request,
 /// Output data may view `request`'s input data.
 /// `places` (may be null) are the request's shared-memory places: outputs with a destination
 /// are written there and listed without data.
+/// Decoupled models (`model_transaction_policy { decoupled: true }`) send 0..N responses through
+/// `on_response` while they run; `response` then only names the request (id, model, version)
+/// for the final flag. Without a sink a decoupled model fails.
+using response_sink = std::function<void(v2::infer_response&&)>;
 status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, const request_clock& times,
-                       v2::infer_response& response, const tensor_places* places = nullptr);
+                       v2::infer_response& response, const tensor_places* places = nullptr,
+                       const response_sink* on_response = nullptr);
 
 /// Applies top-k classification to `output` in place (v2-protocol §4.6).
 status classify(v2::infer_output& output, std::uint64_t k, const tensor_config& config,

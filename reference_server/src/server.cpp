@@ -186,4 +186,51 @@ std::string server_state::metrics_text() const {
   return out;
 }
 
+v2::model_metadata describe_model(const server_state& s, const model_version& m, bool version_given) {
+  const model_config& c = *m.config;
+  v2::model_metadata md;
+  md.name = c.name;
+  if (version_given) {
+    md.versions.push_back(std::to_string(m.version));
+  } else {
+    for (auto v : s.repository.ready_version_numbers(c.name)) md.versions.push_back(std::to_string(v));
+  }
+  md.platform = c.platform;
+  auto add = [&](const std::vector<tensor_config>& from, std::vector<v2::tensor_metadata>& to) {
+    for (const auto& t : from) {
+      v2::tensor_metadata tm{t.name, t.datatype, t.dims};
+      if (c.batching()) tm.shape.insert(tm.shape.begin(), -1);
+      to.push_back(std::move(tm));
+    }
+  };
+  add(c.inputs, md.inputs);
+  add(c.outputs, md.outputs);
+  return md;
+}
+
+status update_log_settings(server_state& s, const v2::log_settings& u) {
+  logger& l = s.log;
+  if (u.log_file) return {errc::unsupported, "log file location can not be updated through network protocol"};
+  if (u.log_format && *u.log_format != "default" && *u.log_format != "ISO8601")
+    return {errc::unavailable, "invalid argument for --log_format, got: " + *u.log_format};
+  if (u.log_info) l.info = *u.log_info;
+  if (u.log_warning) l.warning = *u.log_warning;
+  if (u.log_error) l.error = *u.log_error;
+  if (u.log_verbose_level) l.verbose = *u.log_verbose_level;
+  if (u.log_format) l.format = *u.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
+  return {};
+}
+
+v2::log_settings current_log_settings(const server_state& s) {
+  const logger& l = s.log;
+  v2::log_settings cur;
+  cur.log_file = l.file();
+  cur.log_info = l.info.load();
+  cur.log_warning = l.warning.load();
+  cur.log_error = l.error.load();
+  cur.log_verbose_level = l.verbose.load();
+  cur.log_format = l.format == log_format::iso8601 ? "ISO8601" : "default";
+  return cur;
+}
+
 }  // namespace inferwire::server

@@ -1,0 +1,412 @@
+// inferwire/grpc/convert.hpp
+//
+// Conversions between inferwire's v2 value types and the generated protobuf messages of
+// proto/grpc_service.proto (package `inference`). The server decodes ModelInferRequest with
+// Triton's rules and texts (v2-protocol §2.3) and answers in raw_output_contents; the client
+// encodes with raw_input_contents and reads outputs as views of the response's bytes.
+// Needs the generated code of the `grpc` component (target inferwire_grpc_proto).
+#ifndef INFERWIRE_GRPC_CONVERT_HPP
+#define INFERWIRE_GRPC_CONVERT_HPP
+
+#include <inferwire/core/bytes.hpp>
+#include <inferwire/core/error.hpp>
+#include <inferwire/v2/types.hpp>
+
+#include "grpc_service.pb.h"
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace inferwire::grpc {
+
+namespace pb = ::inference;
+
+// --- parameters -------------------------------------------------------------------------------
+
+inline void to_proto(const parameter_value& v, pb::InferParameter& out) {
+  std::visit(
+      [&out](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) out.set_bool_param(x);
+        else if constexpr (std::is_same_v<T, std::int64_t>) out.set_int64_param(x);
+        else if constexpr (std::is_same_v<T, std::uint64_t>) out.set_uint64_param(x);
+        else if constexpr (std::is_same_v<T, double>) out.set_double_param(x);
+        else out.set_string_param(x);
+      },
+      v);
+}
+
+/// False for a parameter with no value set.
+inline bool from_proto(const pb::InferParameter& p, parameter_value& out) {
+  switch (p.parameter_choice_case()) {
+    case pb::InferParameter::kBoolParam: out = p.bool_param(); return true;
+    case pb::InferParameter::kInt64Param: out = p.int64_param(); return true;
+    case pb::InferParameter::kStringParam: out = p.string_param(); return true;
+    case pb::InferParameter::kDoubleParam: out = p.double_param(); return true;
+    case pb::InferParameter::kUint64Param: out = p.uint64_param(); return true;
+    default: return false;
+  }
+}
+
+template <class Map>
+void to_proto(const parameter_map& params, Map& out) {
+  for (const auto& [k, v] : params) to_proto(v, out[k]);
+}
+
+namespace detail {
+
+inline status invalid(std::string text) { return {errc::invalid_arg, std::move(text)}; }
+
+// The shared-memory parameters of a tensor, if any (int64 or uint64 offsets and sizes).
+inline status shm_of(const google::protobuf::Map<std::string, pb::InferParameter>& params,
+                     std::optional<v2::shm_ref>& out) {
+  auto it = params.find("shared_memory_region");
+  if (it == params.end()) return {};
+  if (it->second.parameter_choice_case() != pb::InferParameter::kStringParam)
+    return invalid("invalid value type for 'shared_memory_region' parameter, expected string_param.");
+  v2::shm_ref ref;
+  ref.region = it->second.string_param();
+  auto number = [&](const char* key, std::uint64_t& value, bool required) -> status {
+    auto f = params.find(key);
+    if (f == params.end()) {
+      if (required)
+        return invalid(std::string("'") + key + "' parameter is required when using shared memory");
+      return {};
+    }
+    if (f->second.parameter_choice_case() == pb::InferParameter::kInt64Param && f->second.int64_param() >= 0)
+      value = static_cast<std::uint64_t>(f->second.int64_param());
+    else if (f->second.parameter_choice_case() == pb::InferParameter::kUint64Param)
+      value = f->second.uint64_param();
+    else
+      return invalid(std::string("invalid value type for '") + key + "' parameter, expected int64_param.");
+    return {};
+  };
+  if (auto st = number("shared_memory_byte_size", ref.byte_size, true)) return st;
+  if (auto st = number("shared_memory_offset", ref.offset, false)) return st;
+  out = std::move(ref);
+  return {};
+}
+
+inline bool is_shm_key(std::string_view k) {
+  return k == "shared_memory_region" || k == "shared_memory_offset" || k == "shared_memory_byte_size";
+}
+
+// Typed contents of one input, serialised as raw little-endian bytes (BYTES: length-prefixed).
+inline status typed_contents(const pb::ModelInferRequest::InferInputTensor& in, data_type dt,
+                             std::string_view model, std::string& out) {
+  const pb::InferTensorContents& c = in.contents();
+  bool taken = false;
+  status result;
+  auto take = [&](int count, data_type field_type, auto append) -> bool {
+    if (count == 0) return true;
+    bool allowed = field_type == dt;
+    if (field_type == data_type::int32) allowed = dt == data_type::int32 || dt == data_type::int16 || dt == data_type::int8;
+    if (field_type == data_type::uint32)
+      allowed = dt == data_type::uint32 || dt == data_type::uint16 || dt == data_type::uint8;
+    if (!allowed) {
+      result = invalid("unexpected explicit tensor data for input tensor '" + in.name() + "' for model '" +
+                       std::string(model) + "' of type '" + std::string(wire_name(field_type)) +
+                       "', expected datatype '" + in.datatype() + "'");
+      return false;
+    }
+    if (taken) {
+      result = invalid("unexpected explicit tensor data for input tensor '" + in.name() + "' for model '" +
+                       std::string(model) + "', binary data was already supplied.");
+      return false;
+    }
+    taken = true;
+    append();
+    return true;
+  };
+  auto put = [&out](const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); };
+  const std::size_t width = element_size(dt);
+  if (!take(c.bool_contents_size(), data_type::bool_, [&] {
+        for (bool b : c.bool_contents()) out.push_back(b ? '\1' : '\0');
+      }))
+    return result;
+  if (!take(c.int_contents_size(), data_type::int32, [&] {
+        for (std::int32_t v : c.int_contents()) put(&v, width);  // narrowed: the low bytes
+      }))
+    return result;
+  if (!take(c.int64_contents_size(), data_type::int64, [&] {
+        for (std::int64_t v : c.int64_contents()) put(&v, 8);
+      }))
+    return result;
+  if (!take(c.uint_contents_size(), data_type::uint32, [&] {
+        for (std::uint32_t v : c.uint_contents()) put(&v, width);
+      }))
+    return result;
+  if (!take(c.uint64_contents_size(), data_type::uint64, [&] {
+        for (std::uint64_t v : c.uint64_contents()) put(&v, 8);
+      }))
+    return result;
+  if (!take(c.fp32_contents_size(), data_type::fp32, [&] {
+        for (float v : c.fp32_contents()) put(&v, 4);
+      }))
+    return result;
+  if (!take(c.fp64_contents_size(), data_type::fp64, [&] {
+        for (double v : c.fp64_contents()) put(&v, 8);
+      }))
+    return result;
+  if (!take(c.bytes_contents_size(), data_type::bytes, [&] {
+        for (const auto& s : c.bytes_contents()) {
+          const auto n = static_cast<std::uint32_t>(s.size());
+          put(&n, 4);
+          out += s;
+        }
+      }))
+    return result;
+  return {};
+}
+
+}  // namespace detail
+
+// --- server side ------------------------------------------------------------------------------
+
+/// Decodes `in` for model `model` with Triton's gRPC rules (v2-protocol §2.3). Input data
+/// from raw_input_contents are views of `in`, which must outlive `out`; typed contents are
+/// converted to raw bytes. Every output is requested binary (gRPC answers raw).
+inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_view model,
+                                   v2::infer_request& out) {
+  out.id = in.id();
+  for (const auto& [key, p] : in.parameters()) {
+    const auto kind = p.parameter_choice_case();
+    if (key == "sequence_id") {
+      if (kind == pb::InferParameter::kInt64Param)
+        out.parameters.set(key, static_cast<std::uint64_t>(p.int64_param()));
+      else if (kind == pb::InferParameter::kUint64Param)
+        out.parameters.set(key, p.uint64_param());
+      else if (kind == pb::InferParameter::kStringParam)
+        out.parameters.set(key, p.string_param());
+      else
+        return detail::invalid("invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
+    } else if (key == "sequence_start" || key == "sequence_end") {
+      if (kind != pb::InferParameter::kBoolParam)
+        return detail::invalid("invalid value type for '" + key + "' parameter, expected bool_param.");
+      out.parameters.set(key, p.bool_param());
+    } else if (key == "priority") {
+      if (kind == pb::InferParameter::kInt64Param) {
+        if (p.int64_param() < 0) return detail::invalid("invalid value for 'priority', expected value >= 0.");
+        out.parameters.set(key, static_cast<std::uint64_t>(p.int64_param()));
+      } else if (kind == pb::InferParameter::kUint64Param) {
+        out.parameters.set(key, p.uint64_param());
+      } else {
+        return detail::invalid("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
+      }
+    } else if (key == "timeout") {
+      if (kind != pb::InferParameter::kInt64Param)
+        return detail::invalid("invalid value type for 'timeout' parameter, expected int64_param.");
+      out.parameters.set(key, static_cast<std::uint64_t>(std::max<std::int64_t>(0, p.int64_param())));
+    } else if (key.rfind("triton_", 0) == 0) {
+      if (key != "triton_enable_empty_final_response")
+        return detail::invalid(
+            "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys "
+            "starting with 'triton_' are allowed: triton_enable_empty_final_response");
+      if (kind != pb::InferParameter::kBoolParam)
+        return detail::invalid("invalid value type for '" + key + "' parameter, expected bool_param.");
+      out.parameters.set(key, p.bool_param());
+    } else {
+      switch (kind) {
+        case pb::InferParameter::kInt64Param: out.parameters.set(key, p.int64_param()); break;
+        case pb::InferParameter::kBoolParam: out.parameters.set(key, p.bool_param()); break;
+        case pb::InferParameter::kStringParam: out.parameters.set(key, p.string_param()); break;
+        case pb::InferParameter::kDoubleParam: out.parameters.set(key, p.double_param()); break;
+        default:
+          return detail::invalid("invalid value type for '" + key +
+                                 "' parameter, expected int64_param, bool_param, or string_param.");
+      }
+    }
+  }
+
+  int next_raw = 0;
+  out.inputs.reserve(static_cast<std::size_t>(in.inputs_size()));
+  for (const auto& t : in.inputs()) {
+    v2::infer_input& i = out.inputs.emplace_back();
+    i.name = t.name();
+    i.datatype = parse_data_type(t.datatype());
+    i.shape.assign(t.shape().begin(), t.shape().end());
+    for (const auto& [k, p] : t.parameters()) {
+      if (detail::is_shm_key(k)) continue;
+      parameter_value v;
+      if (from_proto(p, v)) i.parameters.set(k, std::move(v));
+    }
+    const std::string where = " for input tensor '" + t.name() + "' for model '" + std::string(model) + "'";
+    if (auto st = detail::shm_of(t.parameters(), i.shm)) return st;
+    if (i.shm) {
+      if (t.has_contents())
+        return detail::invalid("unexpected 'content' provided when using shared memory" + where);
+      i.encoding = v2::tensor_encoding::shared_memory;
+      continue;
+    }
+    if (t.has_contents() && in.raw_input_contents_size() > 0)
+      return detail::invalid("contents field must not be specified when using raw_input_contents for '" +
+                             t.name() + "' for model '" + std::string(model) + "'");
+    if (t.has_contents()) {
+      std::string bytes;
+      if (auto st = detail::typed_contents(t, i.datatype, model, bytes)) return st;
+      i.encoding = v2::tensor_encoding::json;
+      i.data = v2::tensor_data::own(std::move(bytes));
+      continue;
+    }
+    if (next_raw >= in.raw_input_contents_size())
+      return detail::invalid("unable to find data for input tensor '" + t.name() + "' for model '" +
+                             std::string(model) + "' in request.");
+    i.encoding = v2::tensor_encoding::binary;
+    i.data = v2::tensor_data::view(std::string_view(in.raw_input_contents(next_raw++)));
+  }
+
+  for (const auto& t : in.outputs()) {
+    v2::requested_output& o = out.outputs.emplace_back();
+    o.name = t.name();
+    o.binary_data = true;
+    if (auto st = detail::shm_of(t.parameters(), o.shm)) return st;
+    for (const auto& [k, p] : t.parameters()) {
+      if (detail::is_shm_key(k)) continue;
+      if (k == "classification") {
+        if (p.parameter_choice_case() != pb::InferParameter::kInt64Param)
+          return detail::invalid("invalid value type for 'classification' parameter, expected int64_param");
+        if (p.int64_param() < 0)
+          return detail::invalid("invalid value for 'classification' parameter, expected >= 0");
+        o.classification = static_cast<std::uint64_t>(p.int64_param());
+        continue;
+      }
+      parameter_value v;
+      if (from_proto(p, v)) o.parameters.set(k, std::move(v));
+    }
+    if (o.shm && o.classification)
+      return detail::invalid("output can't set both 'shared_memory_region' and 'classification'");
+  }
+  return {};
+}
+
+/// Encodes a response: one InferOutputTensor and one raw_output_contents entry per output, in
+/// order, the entry empty for outputs placed in shared memory. Output data is copied.
+inline void encode_infer_response(const v2::infer_response& r, pb::ModelInferResponse& out) {
+  out.set_model_name(r.model_name);
+  out.set_model_version(r.model_version);
+  out.set_id(r.id);
+  to_proto(r.parameters, *out.mutable_parameters());
+  for (const auto& o : r.outputs) {
+    auto* t = out.add_outputs();
+    t->set_name(o.name);
+    t->set_datatype(std::string(wire_name(o.datatype)));
+    for (auto d : o.shape) t->add_shape(d);
+    to_proto(o.parameters, *t->mutable_parameters());
+    if (o.encoding == v2::tensor_encoding::shared_memory) {
+      out.add_raw_output_contents();
+    } else {
+      out.add_raw_output_contents()->assign(o.data.str());
+    }
+  }
+}
+
+// --- client side ------------------------------------------------------------------------------
+
+/// The typed contents of an input's raw bytes (INT8/INT16 widen into int_contents,
+/// UINT8/UINT16 into uint_contents, BYTES elements into bytes_contents). False for FP16/BF16,
+/// which have no contents field.
+inline bool to_contents(const v2::infer_input& in, pb::InferTensorContents& out) {
+  const auto bytes = in.data.bytes();
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t w = element_size(in.datatype);
+  auto each = [&](auto tag, auto add) {
+    using T = decltype(tag);
+    for (std::size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
+      T v;
+      std::memcpy(&v, p + i, sizeof(T));
+      add(v);
+    }
+  };
+  switch (in.datatype) {
+    case data_type::bool_: for (auto b : bytes) out.add_bool_contents(b != std::byte{0}); return true;
+    case data_type::int8: each(std::int8_t{}, [&](auto v) { out.add_int_contents(v); }); return true;
+    case data_type::int16: each(std::int16_t{}, [&](auto v) { out.add_int_contents(v); }); return true;
+    case data_type::int32: each(std::int32_t{}, [&](auto v) { out.add_int_contents(v); }); return true;
+    case data_type::int64: each(std::int64_t{}, [&](auto v) { out.add_int64_contents(v); }); return true;
+    case data_type::uint8: each(std::uint8_t{}, [&](auto v) { out.add_uint_contents(v); }); return true;
+    case data_type::uint16: each(std::uint16_t{}, [&](auto v) { out.add_uint_contents(v); }); return true;
+    case data_type::uint32: each(std::uint32_t{}, [&](auto v) { out.add_uint_contents(v); }); return true;
+    case data_type::uint64: each(std::uint64_t{}, [&](auto v) { out.add_uint64_contents(v); }); return true;
+    case data_type::fp32: each(float{}, [&](auto v) { out.add_fp32_contents(v); }); return true;
+    case data_type::fp64: each(double{}, [&](auto v) { out.add_fp64_contents(v); }); return true;
+    case data_type::bytes:
+      for (std::size_t i = 0; i + 4 <= bytes.size();) {
+        std::uint32_t n = 0;
+        std::memcpy(&n, p + i, 4);
+        i += 4;
+        const std::size_t len = std::min<std::size_t>(n, bytes.size() - i);
+        out.add_bytes_contents(std::string(reinterpret_cast<const char*>(p + i), len));
+        i += len;
+      }
+      return true;
+    default: (void)w; return false;
+  }
+}
+
+/// Encodes a request for the wire: inputs in raw_input_contents (shared-memory inputs as
+/// parameters), outputs with their parameters. Input data is copied into the message.
+/// With `typed`, inputs travel as typed `contents` instead (FP16/BF16 stay raw: they have no
+/// contents field; a request must not mix the two, so typed then applies to none).
+inline void encode_infer_request(const v2::infer_request& r, std::string_view model,
+                                 std::string_view version, pb::ModelInferRequest& out,
+                                 bool typed = false) {
+  out.set_model_name(std::string(model));
+  out.set_model_version(std::string(version));
+  out.set_id(r.id);
+  to_proto(r.parameters, *out.mutable_parameters());
+  if (typed)  // typed contents and raw_input_contents cannot be mixed in one request
+    for (const auto& i : r.inputs)
+      if (!i.shm && (i.datatype == data_type::fp16 || i.datatype == data_type::bf16)) typed = false;
+  auto put_shm = [](const v2::shm_ref& s, auto& params) {
+    params["shared_memory_region"].set_string_param(s.region);
+    params["shared_memory_offset"].set_int64_param(static_cast<std::int64_t>(s.offset));
+    params["shared_memory_byte_size"].set_int64_param(static_cast<std::int64_t>(s.byte_size));
+  };
+  for (const auto& i : r.inputs) {
+    auto* t = out.add_inputs();
+    t->set_name(i.name);
+    t->set_datatype(std::string(wire_name(i.datatype)));
+    for (auto d : i.shape) t->add_shape(d);
+    to_proto(i.parameters, *t->mutable_parameters());
+    if (i.shm) put_shm(*i.shm, *t->mutable_parameters());
+    else if (!typed || !to_contents(i, *t->mutable_contents())) out.add_raw_input_contents()->assign(i.data.str());
+  }
+  for (const auto& o : r.outputs) {
+    auto* t = out.add_outputs();
+    t->set_name(o.name);
+    to_proto(o.parameters, *t->mutable_parameters());
+    if (o.shm) put_shm(*o.shm, *t->mutable_parameters());
+    if (o.classification)
+      (*t->mutable_parameters())["classification"].set_int64_param(static_cast<std::int64_t>(o.classification));
+  }
+}
+
+/// Decodes a response; output data are views of `in`'s raw_output_contents (keep `in`).
+inline void decode_infer_response(const pb::ModelInferResponse& in, v2::infer_response& out) {
+  out.id = in.id();
+  out.model_name = in.model_name();
+  out.model_version = in.model_version();
+  for (const auto& [k, p] : in.parameters()) {
+    parameter_value v;
+    if (from_proto(p, v)) out.parameters.set(k, std::move(v));
+  }
+  for (int n = 0; n < in.outputs_size(); ++n) {
+    const auto& t = in.outputs(n);
+    v2::infer_output& o = out.outputs.emplace_back();
+    o.name = t.name();
+    o.datatype = parse_data_type(t.datatype());
+    o.shape.assign(t.shape().begin(), t.shape().end());
+    for (const auto& [k, p] : t.parameters()) {
+      parameter_value v;
+      if (from_proto(p, v)) o.parameters.set(k, std::move(v));
+    }
+    o.encoding = v2::tensor_encoding::binary;
+    if (n < in.raw_output_contents_size())
+      o.data = v2::tensor_data::view(std::string_view(in.raw_output_contents(n)));
+  }
+}
+
+}  // namespace inferwire::grpc
+
+#endif

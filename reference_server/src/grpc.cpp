@@ -1,0 +1,475 @@
+// gRPC frontend on gRPC's synchronous server: every RPC of inference.GRPCInferenceService and
+// grpc.health.v1.Health. Requests are decoded into the same v2 value types as HTTP and run
+// through the same inference path; model execution happens on the execution pool behind each
+// model's instance gate, as for HTTP.
+#include "grpc.hpp"
+
+#include "inference.hpp"
+
+#include <inferwire/grpc/convert.hpp>
+#include <inferwire/version.hpp>
+
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+
+#include <boost/asio/post.hpp>
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <climits>
+#include <future>
+
+namespace inferwire::server {
+
+namespace pb = ::inference;
+namespace conv = inferwire::grpc;
+using ::grpc::ServerContext;
+
+namespace {
+
+::grpc::Status to_grpc(const status& st) {
+  if (!st) return ::grpc::Status::OK;
+  return {static_cast<::grpc::StatusCode>(st.grpc_code()), st.message()};
+}
+
+std::uint64_t ns_since(clock::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t).count());
+}
+
+void to_proto(const v2::statistic_duration& d, pb::StatisticDuration& out) {
+  out.set_count(d.count);
+  out.set_ns(d.ns);
+}
+
+void to_proto(const v2::model_statistics& m, pb::ModelStatistics& out) {
+  out.set_name(m.name);
+  out.set_version(m.version);
+  out.set_last_inference(m.last_inference);
+  out.set_inference_count(m.inference_count);
+  out.set_execution_count(m.execution_count);
+  auto* is = out.mutable_inference_stats();
+  const auto& s = m.inference_stats;
+  to_proto(s.success, *is->mutable_success());
+  to_proto(s.fail, *is->mutable_fail());
+  to_proto(s.queue, *is->mutable_queue());
+  to_proto(s.compute_input, *is->mutable_compute_input());
+  to_proto(s.compute_infer, *is->mutable_compute_infer());
+  to_proto(s.compute_output, *is->mutable_compute_output());
+  to_proto(s.cache_hit, *is->mutable_cache_hit());
+  to_proto(s.cache_miss, *is->mutable_cache_miss());
+  for (const auto& b : m.batch_stats) {
+    auto* pbs = out.add_batch_stats();
+    pbs->set_batch_size(b.batch_size);
+    to_proto(b.compute_input, *pbs->mutable_compute_input());
+    to_proto(b.compute_infer, *pbs->mutable_compute_infer());
+    to_proto(b.compute_output, *pbs->mutable_compute_output());
+  }
+  for (const auto& u : m.memory_usage) {
+    auto* mu = out.add_memory_usage();
+    mu->set_type(u.type);
+    mu->set_id(u.id);
+    mu->set_byte_size(u.byte_size);
+  }
+  for (const auto& [k, r] : m.response_stats) {
+    auto& rs = (*out.mutable_response_stats())[k];
+    to_proto(r.compute_infer, *rs.mutable_compute_infer());
+    to_proto(r.compute_output, *rs.mutable_compute_output());
+    to_proto(r.success, *rs.mutable_success());
+    to_proto(r.fail, *rs.mutable_fail());
+    to_proto(r.empty_response, *rs.mutable_empty_response());
+    to_proto(r.cancel, *rs.mutable_cancel());
+  }
+}
+
+// One inference: decoded, validated and executed, with its response (or the failure).
+struct infer_call {
+  std::shared_ptr<model_version> model;
+  v2::infer_request request;
+  tensor_places places;
+  std::int64_t batch_size = 1;
+  request_clock times;
+  v2::infer_response response;
+  bool model_known = false;  ///< failures after the lookup name the model in stream errors
+};
+
+class inference_service final : public pb::GRPCInferenceService::Service {
+ public:
+  explicit inference_service(server_state& s) : s_(s) {}
+
+  ::grpc::Status ServerLive(ServerContext*, const pb::ServerLiveRequest*, pb::ServerLiveResponse* r) override {
+    if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server exiting"};
+    r->set_live(true);
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ServerReady(ServerContext*, const pb::ServerReadyRequest*, pb::ServerReadyResponse* r) override {
+    r->set_ready(s_.ready());
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ModelReady(ServerContext*, const pb::ModelReadyRequest* q, pb::ModelReadyResponse* r) override {
+    if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
+    r->set_ready(s_.repository.ready(q->name(), q->version()));
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ServerMetadata(ServerContext*, const pb::ServerMetadataRequest*,
+                                pb::ServerMetadataResponse* r) override {
+    r->set_name(s_.opts.server_id);
+    r->set_version(INFERWIRE_VERSION_STRING);
+    for (const auto& e : server_extensions()) r->add_extensions(e);
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ModelMetadata(ServerContext*, const pb::ModelMetadataRequest* q,
+                               pb::ModelMetadataResponse* r) override {
+    status st;
+    auto m = s_.repository.find(q->name(), q->version(), st);
+    if (!m) return to_grpc(st);
+    const v2::model_metadata md = describe_model(s_, *m, !q->version().empty());
+    r->set_name(md.name);
+    for (const auto& v : md.versions) r->add_versions(v);
+    r->set_platform(md.platform);
+    auto add = [](const std::vector<v2::tensor_metadata>& from, auto* to) {
+      for (const auto& t : from) {
+        auto* x = to->Add();
+        x->set_name(t.name);
+        x->set_datatype(std::string(wire_name(t.datatype)));
+        for (auto d : t.shape) x->add_shape(d);
+      }
+    };
+    add(md.inputs, r->mutable_inputs());
+    add(md.outputs, r->mutable_outputs());
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ModelConfig(ServerContext*, const pb::ModelConfigRequest* q, pb::ModelConfigResponse* r) override {
+    status st;
+    auto m = s_.repository.find(q->name(), q->version(), st);
+    if (!m) return to_grpc(st);
+    *r->mutable_config() = m->config->proto;
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ModelStatistics(ServerContext*, const pb::ModelStatisticsRequest* q,
+                                 pb::ModelStatisticsResponse* r) override {
+    std::vector<std::shared_ptr<model_version>> versions;
+    if (q->name().empty()) {
+      versions = s_.repository.ready_versions();
+    } else {
+      status st;
+      versions = s_.repository.stats_versions(q->name(), q->version(), st);
+      if (st) return to_grpc(st);
+    }
+    for (const auto& v : versions) to_proto(v->stats.snapshot(v->name, v->version), *r->add_model_stats());
+    return ::grpc::Status::OK;
+  }
+
+  // --- repository ----------------------------------------------------------------------------
+
+  ::grpc::Status RepositoryIndex(ServerContext*, const pb::RepositoryIndexRequest* q,
+                                 pb::RepositoryIndexResponse* r) override {
+    if (!q->repository_name().empty())
+      return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
+    if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
+    for (const auto& e : s_.repository.index(q->ready())) {
+      auto* m = r->add_models();
+      m->set_name(e.name);
+      m->set_version(e.version);
+      m->set_state(e.state);
+      m->set_reason(e.reason);
+    }
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status RepositoryModelLoad(ServerContext*, const pb::RepositoryModelLoadRequest* q,
+                                     pb::RepositoryModelLoadResponse*) override {
+    if (!q->repository_name().empty())
+      return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
+    if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
+    v2::repository_load_request load;
+    for (const auto& [k, p] : q->parameters()) {
+      if (k == "config") {
+        if (p.parameter_choice_case() != pb::ModelRepositoryParameter::kStringParam)
+          return {::grpc::StatusCode::INVALID_ARGUMENT, "invalid value type for load parameter 'config', expected string_param."};
+        load.config = p.string_param();
+      } else if (k.rfind("file:", 0) == 0) {
+        if (p.parameter_choice_case() != pb::ModelRepositoryParameter::kBytesParam)
+          return {::grpc::StatusCode::INVALID_ARGUMENT,
+                  "invalid value type for load parameter '" + k + "', expected bytes_param."};
+        load.files.emplace_back(k.substr(5), p.bytes_param());
+      }
+    }
+    return to_grpc(s_.repository.load(q->model_name(), load));
+  }
+  ::grpc::Status RepositoryModelUnload(ServerContext*, const pb::RepositoryModelUnloadRequest* q,
+                                       pb::RepositoryModelUnloadResponse*) override {
+    if (!q->repository_name().empty())
+      return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
+    if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
+    bool dependents = false;
+    if (auto it = q->parameters().find("unload_dependents"); it != q->parameters().end() &&
+        it->second.parameter_choice_case() == pb::ModelRepositoryParameter::kBoolParam)
+      dependents = it->second.bool_param();
+    return to_grpc(s_.repository.unload(q->model_name(), dependents));
+  }
+
+  // --- shared memory ---------------------------------------------------------------------------
+
+  ::grpc::Status SystemSharedMemoryStatus(ServerContext*, const pb::SystemSharedMemoryStatusRequest* q,
+                                          pb::SystemSharedMemoryStatusResponse* r) override {
+    std::vector<v2::system_shm_status> v;
+    if (auto st = s_.shm.system_status(q->name(), v)) return to_grpc(st);
+    for (const auto& x : v) {
+      auto& e = (*r->mutable_regions())[x.name];
+      e.set_name(x.name);
+      e.set_key(x.key);
+      e.set_offset(x.offset);
+      e.set_byte_size(x.byte_size);
+    }
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status SystemSharedMemoryRegister(ServerContext*, const pb::SystemSharedMemoryRegisterRequest* q,
+                                            pb::SystemSharedMemoryRegisterResponse*) override {
+    if (auto st = s_.shm.check_allowed()) return to_grpc(st);
+    if (q->name().empty())
+      return {::grpc::StatusCode::INVALID_ARGUMENT, "'region name' is necessary to register system shared memory region"};
+    return to_grpc(s_.shm.register_system({q->name(), q->key(), q->offset(), q->byte_size()}));
+  }
+  ::grpc::Status SystemSharedMemoryUnregister(ServerContext*, const pb::SystemSharedMemoryUnregisterRequest* q,
+                                              pb::SystemSharedMemoryUnregisterResponse*) override {
+    if (auto st = s_.shm.check_allowed()) return to_grpc(st);
+    return to_grpc(s_.shm.unregister(region_kind::system, q->name()));
+  }
+  ::grpc::Status CudaSharedMemoryStatus(ServerContext*, const pb::CudaSharedMemoryStatusRequest* q,
+                                        pb::CudaSharedMemoryStatusResponse* r) override {
+    std::vector<v2::cuda_shm_status> v;
+    if (auto st = s_.shm.cuda_status(q->name(), v)) return to_grpc(st);
+    for (const auto& x : v) {
+      auto& e = (*r->mutable_regions())[x.name];
+      e.set_name(x.name);
+      e.set_device_id(x.device_id);
+      e.set_byte_size(x.byte_size);
+    }
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status CudaSharedMemoryRegister(ServerContext*, const pb::CudaSharedMemoryRegisterRequest* q,
+                                          pb::CudaSharedMemoryRegisterResponse*) override {
+    if (auto st = s_.shm.check_allowed()) return to_grpc(st);
+    if (q->name().empty())
+      return {::grpc::StatusCode::INVALID_ARGUMENT, "'region name' is necessary to register cuda shared memory region"};
+    if (q->device_id() < 0)
+      return {::grpc::StatusCode::INVALID_ARGUMENT, "invalid device id " + std::to_string(q->device_id())};
+    return to_grpc(s_.shm.register_cuda(
+        {q->name(), q->raw_handle(), static_cast<std::uint64_t>(q->device_id()), q->byte_size()}));
+  }
+  ::grpc::Status CudaSharedMemoryUnregister(ServerContext*, const pb::CudaSharedMemoryUnregisterRequest* q,
+                                            pb::CudaSharedMemoryUnregisterResponse*) override {
+    if (auto st = s_.shm.check_allowed()) return to_grpc(st);
+    return to_grpc(s_.shm.unregister(region_kind::cuda, q->name()));
+  }
+
+  // --- trace and log settings ------------------------------------------------------------------
+
+  ::grpc::Status TraceSetting(ServerContext*, const pb::TraceSettingRequest* q, pb::TraceSettingResponse* r) override {
+    if (!q->model_name().empty() && !s_.repository.ready(q->model_name(), ""))
+      return {::grpc::StatusCode::NOT_FOUND, "Request for unknown model : " + q->model_name()};
+    v2::trace_settings result;
+    if (q->settings().empty()) {
+      result = s_.traces.get(q->model_name());
+    } else {
+      v2::trace_settings update;
+      for (const auto& [k, v] : q->settings()) {
+        if (v.value().empty()) update.settings[k] = std::nullopt;  // clears a model's override
+        else update.settings[k] = std::vector<std::string>(v.value().begin(), v.value().end());
+      }
+      if (auto st = s_.traces.update(q->model_name(), update, result)) return to_grpc(st);
+    }
+    for (const auto& [k, v] : result.settings) {
+      auto& out = (*r->mutable_settings())[k];
+      if (v)
+        for (const auto& x : *v) out.add_value(x);
+    }
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status LogSettings(ServerContext*, const pb::LogSettingsRequest* q, pb::LogSettingsResponse* r) override {
+    if (!q->settings().empty()) {
+      v2::log_settings u;
+      using V = pb::LogSettingsRequest::SettingValue;
+      for (const auto& [k, v] : q->settings()) {
+        auto wrong = [&k](const char* expected) {
+          return ::grpc::Status(::grpc::StatusCode::INVALID_ARGUMENT,
+                                "expect " + std::string(expected) + " for '" + k + "'");
+        };
+        if (k == "log_file" || k == "log_format") {
+          if (v.parameter_choice_case() != V::kStringParam) return wrong("string_param");
+          (k == "log_file" ? u.log_file : u.log_format) = v.string_param();
+        } else if (k == "log_info" || k == "log_warning" || k == "log_error") {
+          if (v.parameter_choice_case() != V::kBoolParam) return wrong("bool_param");
+          (k == "log_info" ? u.log_info : k == "log_warning" ? u.log_warning : u.log_error) = v.bool_param();
+        } else if (k == "log_verbose_level") {
+          if (v.parameter_choice_case() != V::kUint32Param) return wrong("uint32_param");
+          u.log_verbose_level = v.uint32_param();
+        } else {
+          return {::grpc::StatusCode::INVALID_ARGUMENT, "Unsupported log setting: '" + k + "'"};
+        }
+      }
+      if (auto st = update_log_settings(s_, u)) return to_grpc(st);
+    }
+    const v2::log_settings cur = current_log_settings(s_);
+    auto& m = *r->mutable_settings();
+    m["log_file"].set_string_param(cur.log_file.value_or(""));
+    m["log_info"].set_bool_param(cur.log_info.value_or(false));
+    m["log_warning"].set_bool_param(cur.log_warning.value_or(false));
+    m["log_error"].set_bool_param(cur.log_error.value_or(false));
+    m["log_verbose_level"].set_uint32_param(cur.log_verbose_level.value_or(0));
+    m["log_format"].set_string_param(cur.log_format.value_or("default"));
+    return ::grpc::Status::OK;
+  }
+
+  // --- inference -------------------------------------------------------------------------------
+
+  ::grpc::Status ModelInfer(ServerContext* ctx, const pb::ModelInferRequest* q, pb::ModelInferResponse* r) override {
+    infer_call call;
+    if (auto st = prepare(*q, call, true)) return to_grpc(st);
+    if (auto st = execute(call, ctx, nullptr)) return to_grpc(st);
+    conv::encode_infer_response(call.response, *r);
+    return ::grpc::Status::OK;
+  }
+
+  ::grpc::Status ModelStreamInfer(
+      ServerContext* ctx, ::grpc::ServerReaderWriter<pb::ModelStreamInferResponse, pb::ModelInferRequest>* stream) override {
+    bool close_on_error = false;
+    if (auto it = ctx->client_metadata().find("triton_grpc_error"); it != ctx->client_metadata().end())
+      close_on_error = std::string_view(it->second.data(), it->second.size()) == "true";
+    pb::ModelInferRequest q;
+    // Requests of one stream run one after the other, so responses keep the stream's order.
+    while (!ctx->IsCancelled() && stream->Read(&q)) {
+      infer_call call;
+      status st = prepare(q, call);
+      const bool empty_final = call.request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
+      auto send = [&](const v2::infer_response& resp, bool final) {
+        pb::ModelStreamInferResponse out;
+        conv::encode_infer_response(resp, *out.mutable_infer_response());
+        (*out.mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(final);
+        return stream->Write(out);
+      };
+      if (!st) {
+        const bool decoupled = call.model->config->decoupled;
+        response_sink sink = [&](v2::infer_response&& resp) { send(resp, false); };
+        st = execute(call, ctx, decoupled ? &sink : nullptr);
+        if (!st) {
+          if (!decoupled) send(call.response, true);
+          else if (empty_final) send(call.response, true);
+          continue;
+        }
+      }
+      if (close_on_error) return to_grpc(st);
+      pb::ModelStreamInferResponse out;
+      out.set_error_message(st.message());
+      auto* ir = out.mutable_infer_response();
+      ir->set_id(q.id());
+      if (call.model_known) {
+        ir->set_model_name(q.model_name());
+        ir->set_model_version(q.model_version());
+      }
+      if (!stream->Write(out)) break;
+    }
+    return ::grpc::Status::OK;
+  }
+
+ private:
+  // Lookup, decoding, shared memory and validation. Failures after the lookup count in the
+  // model's statistics.
+  status prepare(const pb::ModelInferRequest& q, infer_call& call, bool refuse_decoupled = false) {
+    call.times.received = clock::now();
+    status st;
+    call.model = s_.repository.find(q.model_name(), q.model_version(), st);
+    if (!call.model) return st;
+    call.model_known = true;
+    const model_config& c = *call.model->config;
+    if (refuse_decoupled && c.decoupled)
+      return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
+    auto fail = [&](status e) {
+      call.model->stats.record_failure(ns_since(call.times.received), false);
+      return e;
+    };
+    if (auto e = conv::decode_infer_request(q, c.name, call.request)) return fail(std::move(e));
+    if (auto e = resolve_shared_memory(s_.shm, call.request, call.places)) return fail(std::move(e));
+    if (auto e = validate_request(c, call.request, call.batch_size)) return fail(std::move(e));
+    return {};
+  }
+
+  // Runs the call on the execution pool behind the model's instance gate and waits for it.
+  status execute(infer_call& call, ServerContext* ctx, const response_sink* sink) {
+    call.times.queued = clock::now();
+    std::promise<status> done;
+    auto& pool = s_.execution;
+    auto launch = [&pool](instance_gate::job j) { boost::asio::post(pool, std::move(j)); };
+    response_sink guarded;
+    if (sink)
+      guarded = [&](v2::infer_response&& r) {
+        if (!ctx->IsCancelled()) (*sink)(std::move(r));
+      };
+    auto work = [&] {
+      status st = execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
+                                  &call.places, sink ? &guarded : nullptr);
+      call.model->instances.release(launch);
+      done.set_value(std::move(st));
+    };
+    if (!call.model->instances.submit(work, launch)) {
+      call.model->stats.record_failure(ns_since(call.times.received), false);
+      return {errc::unavailable, "Exceeds maximum queue size"};
+    }
+    return done.get_future().get();
+  }
+
+  server_state& s_;
+};
+
+class health_service final : public ::grpc::health::v1::Health::Service {
+ public:
+  explicit health_service(server_state& s) : s_(s) {}
+  ::grpc::Status Check(ServerContext*, const ::grpc::health::v1::HealthCheckRequest*,
+                       ::grpc::health::v1::HealthCheckResponse* r) override {
+    r->set_status(s_.ready() ? ::grpc::health::v1::HealthCheckResponse::SERVING
+                             : ::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    return ::grpc::Status::OK;
+  }
+
+ private:
+  server_state& s_;
+};
+
+}  // namespace
+
+class grpc_frontend {
+ public:
+  explicit grpc_frontend(server_state& s) : inference(s), health(s) {}
+  inference_service inference;
+  health_service health;
+  std::unique_ptr<::grpc::Server> server;
+};
+
+std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& address, int port,
+                                          status& st, int& bound_port) {
+  auto f = std::make_shared<grpc_frontend>(s);
+  ::grpc::ServerBuilder b;
+  const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+  b.AddListeningPort(host + ":" + std::to_string(port), ::grpc::InsecureServerCredentials(), &bound_port);
+  b.SetMaxReceiveMessageSize(INT_MAX);
+  b.SetMaxSendMessageSize(INT_MAX);
+  // Clients' keepalive pings are welcome, with or without calls in flight.
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  b.RegisterService(&f->inference);
+  b.RegisterService(&f->health);
+  f->server = b.BuildAndStart();
+  if (!f->server || bound_port == 0) {
+    st = {errc::internal, "failed to start the gRPC frontend on " + host + ":" + std::to_string(port)};
+    return nullptr;
+  }
+  return f;
+}
+
+void stop_grpc(grpc_frontend& f) {
+  if (f.server) f.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+}
+
+}  // namespace inferwire::server
