@@ -17,10 +17,11 @@ struct args {
 };
 
 /// Parses the options; prints `usage` and exits for --help or a bad command line. With a
-/// `default_model`, `-m NAME` picks the model.
-inline args parse(int argc, char** argv, const char* usage, const char* default_model = nullptr) {
+/// `default_model`, `-m NAME` picks the model. gRPC examples default to port 8001.
+inline args parse(int argc, char** argv, const char* usage, const char* default_model = nullptr,
+                  const char* default_url = "localhost:8000") {
   namespace po = boost::program_options;
-  std::string url = "localhost:8000";
+  std::string url = default_url;
   po::options_description opts("options");
   opts.add_options()("help,h", "print this help")(
       "url,u", po::value(&url)->default_value(url), "server address, host:port");

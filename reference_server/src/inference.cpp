@@ -508,6 +508,9 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   d.infer_ns = ns_between(inputs_ready, executed);
 
   if (c.decoupled) {
+    // A backend that is not decoupled-aware answers once, with its outputs.
+    if (!e.outputs.empty())
+      if (auto st = e.respond(std::move(e.outputs))) return fail(st, false);
     response = {};
     response.id = r.id;
     response.model_name = c.name;

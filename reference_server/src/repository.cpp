@@ -536,10 +536,13 @@ status write_override_files(const std::string& name,
   for (const auto& [rel, contents] : files) {
     fs::path p(rel);
     bool bad = rel.empty() || p.is_absolute() || rel.find('\0') != std::string::npos;
+    bool too_long = false;
     for (const auto& part : p) {
       std::string s = part.string();
-      if (s == ".." || s == "." || s.empty() || s.size() > 255) bad = true;
+      if (s == ".." || s == "." || s.empty()) bad = true;
+      too_long |= s.size() > 255;  // the file system refuses it: a poll failure, as upstream reports
     }
+    if (too_long && !bad) return poll_failed;
     if (bad)
       return {errc::invalid_arg, "failed to load '" + name + "', invalid file path '" + rel +
                                      "': paths must stay inside the model folder"};

@@ -79,12 +79,18 @@ server_process::server_process(std::vector<std::string> extra, bool default_repo
   pid_ = spawn(args, log_path_);
   const std::regex http_re("Started HTTPService at [0-9.]+:([0-9]+)");
   const std::regex metrics_re("Started Metrics Service at [0-9.]+:([0-9]+)");
+  const std::regex grpc_re("Started GRPCInferenceService at [0-9.]+:([0-9]+)");
+  bool want_grpc = false;
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    want_grpc |= extra[i] == "--allow-grpc=true" ||
+                 (extra[i] == "--allow-grpc" && i + 1 < extra.size() && extra[i + 1] == "true");
   for (int i = 0; i < 1000; ++i) {
     std::string text = read_file(log_path_);
     std::smatch m;
     if (std::regex_search(text, m, http_re)) http_port_ = std::stoi(m[1]);
     if (std::regex_search(text, m, metrics_re)) metrics_port_ = std::stoi(m[1]);
-    if (http_port_ && metrics_port_) return;
+    if (std::regex_search(text, m, grpc_re)) grpc_port_ = std::stoi(m[1]);
+    if (http_port_ && metrics_port_ && (grpc_port_ || !want_grpc)) return;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

@@ -36,6 +36,8 @@ class server_process {
 
   int http_port() const { return http_port_; }
   int metrics_port() const { return metrics_port_; }
+  /// The gRPC port (0 unless started with --allow-grpc true).
+  int grpc_port() const { return grpc_port_; }
   /// Sends SIGTERM and returns the exit status (or -1 when it did not exit normally).
   int stop();
   /// The server's log so far.
@@ -46,6 +48,7 @@ class server_process {
   pid_t pid_ = -1;
   int http_port_ = 0;
   int metrics_port_ = 0;
+  int grpc_port_ = 0;
   std::string log_path_;
 };
 

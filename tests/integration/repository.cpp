@@ -228,12 +228,16 @@ TEST_CASE("repository: file overrides stay inside their folder", "[repository][s
   // Malformed base64, an oversized path component.
   r = request(port, "POST", "/v2/repository/models/evil/load", load_body(cfg, {{"file:1/m", "!!!notbase64"}}));
   CHECK(r.status == 400);
+  // A path component longer than the file system allows is a poll failure (INTERNAL), as
+  // upstream reports it.
   r = request(port, "POST", "/v2/repository/models/evil/load",
               load_body(cfg, {{"file:1/" + std::string(256, 'A'), b64}}));
-  CHECK(r.status == 400);
+  CHECK(r.status == 500);
+  CHECK(error_of(r) == "failed to load 'evil', failed to poll from model repository");
   r = request(port, "POST", "/v2/repository/models/evil/load",
               load_body("{}", {{"file:" + std::string(256, 'A'), b64}}));
-  CHECK(r.status == 400);
+  CHECK(r.status == 500);
+  CHECK(error_of(r) == "failed to load 'evil', failed to poll from model repository");
   CHECK(request(port, "GET", "/v2/health/live").status == 200);
 }
 

@@ -176,6 +176,12 @@ class client {
     stub_ = pb::GRPCInferenceService::NewStub(channel_);
     health_ = ::grpc::health::v1::Health::NewStub(channel_);
   }
+  client(client&&) = default;
+  client& operator=(client&&) = default;
+  /// Waits for asynchronous calls still in flight.
+  ~client() {
+    if (pending_) pending_->wait();
+  }
 
   // --- health and metadata ----------------------------------------------------------------
 
@@ -486,7 +492,8 @@ class client {
   using infer_callback = std::function<void(error_code, infer_result)>;
 
   /// Starts an inference and returns at once; `done` runs on a gRPC thread with the result or
-  /// the error. The request is encoded before this returns (its data may then go away).
+  /// the error. The request is encoded before this returns (its data may then go away). The
+  /// client's destructor waits for calls in flight.
   void async_infer(const std::string& model, const v2::infer_request& request, infer_callback done,
                    const infer_options& io = {}, const call_options& co = {}) {
     struct call {
@@ -499,10 +506,16 @@ class client {
     c->done = std::move(done);
     prepare(c->ctx, co);
     encode_infer_request(request, model, io.version, c->request, io.typed_contents);
-    stub_->async()->ModelInfer(&c->ctx, &c->request, c->response.get(), [c](::grpc::Status s) {
-      error_code ec = make_error(s);
-      c->done(ec, result_of(c->response, ec));
-    });
+    pending_->begin();
+    stub_->async()->ModelInfer(&c->ctx, &c->request, c->response.get(),
+                               [c, pending = pending_](::grpc::Status s) mutable {
+                                 error_code ec = make_error(s);
+                                 auto callback = std::move(c->done);
+                                 auto response = c->response;
+                                 c.reset();  // the call's context goes before we say we are done
+                                 callback(ec, result_of(std::move(response), ec));
+                                 pending->end();
+                               });
   }
 
   // --- streaming -----------------------------------------------------------------------------
@@ -610,7 +623,28 @@ class client {
     return out;
   }
 
+  // Asynchronous calls in flight: the destructor waits for them (a gRPC thread must not run a
+  // callback of a client that is gone).
+  struct pending_calls {
+    std::mutex mu;
+    std::condition_variable cv;
+    int count = 0;
+    void begin() {
+      std::lock_guard lock(mu);
+      ++count;
+    }
+    void end() {
+      std::lock_guard lock(mu);
+      if (--count == 0) cv.notify_all();
+    }
+    void wait() {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [this] { return count == 0; });
+    }
+  };
+
   channel_options opts_;
+  std::shared_ptr<pending_calls> pending_ = std::make_shared<pending_calls>();
   std::shared_ptr<::grpc::Channel> channel_;
   std::unique_ptr<stub_type> stub_;
   std::unique_ptr<::grpc::health::v1::Health::Stub> health_;

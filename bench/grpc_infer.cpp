@@ -1,0 +1,192 @@
+// bench_grpc_infer: the `simple` model over gRPC (inferwire-server, our gRPC client) at
+// concurrency 1 and 16, requests/s and p50/p99 latency, compared in the same run with a bare
+// unary echo service built on the same gRPC library that answers every ModelInfer with a
+// response of the same size (the floor of any gRPC server on this machine). Streaming
+// throughput (one ModelStreamInfer stream, requests pipelined) is reported for both too.
+// Target: >= 0.7x the echo baseline's throughput at concurrency 16.
+#include "bench_process.hpp"
+
+#include <inferwire/grpc/client.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <atomic>
+#include <cstdio>
+#include <numeric>
+#include <thread>
+
+namespace ig = inferwire::grpc;
+namespace v2 = inferwire::v2;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// The baseline: ModelInfer echoes a canned response of the real response's size; streams
+// answer each request with it.
+class echo_service final : public inference::GRPCInferenceService::Service {
+ public:
+  explicit echo_service(inference::ModelInferResponse canned) : canned_(std::move(canned)) {}
+  ::grpc::Status ModelInfer(::grpc::ServerContext*, const inference::ModelInferRequest* q,
+                            inference::ModelInferResponse* r) override {
+    *r = canned_;
+    r->set_id(q->id());
+    return ::grpc::Status::OK;
+  }
+  ::grpc::Status ModelStreamInfer(
+      ::grpc::ServerContext*,
+      ::grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>* s) override {
+    inference::ModelInferRequest q;
+    inference::ModelStreamInferResponse out;
+    while (s->Read(&q)) {
+      *out.mutable_infer_response() = canned_;
+      out.mutable_infer_response()->set_id(q.id());
+      if (!s->Write(out)) break;
+    }
+    return ::grpc::Status::OK;
+  }
+
+ private:
+  inference::ModelInferResponse canned_;
+};
+
+struct result {
+  double rps = 0, p50_us = 0, p99_us = 0;
+};
+
+v2::infer_request simple_request(std::vector<std::int32_t>& a, std::vector<std::int32_t>& b) {
+  v2::infer_request r;
+  r.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int32_t>(a), {1, 16}));
+  r.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int32_t>(b), {1, 16}));
+  return r;
+}
+
+result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> lat(static_cast<std::size_t>(concurrency));
+  std::atomic<long> errors{0};
+  std::vector<std::thread> threads;
+  const auto t0 = clock_type::now();
+  for (int t = 0; t < concurrency; ++t)
+    threads.emplace_back([&, t] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const auto s = clock_type::now();
+        std::error_code ec;
+        c.infer("simple", req, ec);
+        if (ec) ++errors;
+        lat[static_cast<std::size_t>(t)].push_back(std::chrono::duration<double, std::micro>(clock_type::now() - s).count());
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& th : threads) th.join();
+  const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  if (errors) std::printf("  (%ld errors)\n", errors.load());
+  result r;
+  r.rps = static_cast<double>(all.size()) / elapsed;
+  r.p50_us = all.empty() ? 0 : all[all.size() / 2];
+  r.p99_us = all.empty() ? 0 : all[all.size() * 99 / 100];
+  return r;
+}
+
+double run_stream(ig::client& c, const v2::infer_request& req, int n) {
+  std::atomic<int> got{0};
+  const auto t0 = clock_type::now();
+  auto s = c.start_stream([&](std::error_code, ig::infer_result) { ++got; });
+  for (int i = 0; i < n; ++i) s->send("simple", req);
+  s->finish();
+  const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return got.load() / elapsed;
+}
+
+}  // namespace
+
+// The baseline as its own process: bench_grpc_infer --echo <port> <canned response file>.
+int echo_main(const char* port, const char* file) {
+  inference::ModelInferResponse canned;
+  if (!canned.ParseFromString(bench::read_file(file))) return 1;
+  echo_service svc(canned);
+  ::grpc::ServerBuilder sb;
+  sb.AddListeningPort(std::string("127.0.0.1:") + port, ::grpc::InsecureServerCredentials());
+  sb.RegisterService(&svc);
+  auto server = sb.BuildAndStart();
+  if (!server) return 1;
+  server->Wait();
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--echo") return echo_main(argv[2], argv[3]);
+  const std::string dir = "/tmp/inferwire-bench-grpc-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const int grpc_port = bench::free_port();
+  pid_t server_pid = -1;
+  const int http_port = bench::start_reference_server(
+      INFERWIRE_SERVER_PATH, dir + "/server.log", server_pid,
+      {"--allow-grpc=true", "--grpc-port", std::to_string(grpc_port)});
+  if (!http_port || !bench::wait_for_port(grpc_port)) {
+    std::fprintf(stderr, "inferwire-server did not start:\n%s\n", bench::read_file(dir + "/server.log").c_str());
+    bench::stop(server_pid);
+    return 1;
+  }
+  std::vector<std::int32_t> a(16), b(16, 1);
+  std::iota(a.begin(), a.end(), 0);
+  const v2::infer_request req = simple_request(a, b);
+
+  ig::channel_options o;
+  o.target = "127.0.0.1:" + std::to_string(grpc_port);
+  ig::client ours(o);
+  // A real response, canned for the baseline (same size on the wire).
+  inference::ModelInferResponse canned;
+  {
+    auto r = ours.infer("simple", req);
+    ig::encode_infer_response(r.response, canned);
+  }
+  const int echo_port = bench::free_port();
+  {
+    std::ofstream f(dir + "/canned.bin", std::ios::binary);
+    f << canned.SerializeAsString();
+  }
+  const pid_t echo_pid = bench::spawn({argv[0], "--echo", std::to_string(echo_port), dir + "/canned.bin"},
+                                      dir + "/echo.log");
+  if (!bench::wait_for_port(echo_port)) {
+    std::fprintf(stderr, "the echo baseline did not start\n");
+    bench::stop(echo_pid);
+    bench::stop(server_pid);
+    return 1;
+  }
+  ig::channel_options eo = o;
+  eo.target = "127.0.0.1:" + std::to_string(echo_port);
+  ig::client echo(eo);
+
+  std::printf("bench_grpc_infer: simple (INT32 [1,16] x2 -> x2), request %zu bytes, response %zu bytes\n",
+              [&] {
+                inference::ModelInferRequest q;
+                ig::encode_infer_request(req, "simple", "", q);
+                return q.ByteSizeLong();
+              }(),
+              canned.ByteSizeLong());
+  for (int i = 0; i < 200; ++i) {  // warm up both
+    ours.infer("simple", req);
+    echo.infer("simple", req);
+  }
+  for (int conc : {1, 16}) {
+    const result e = run_unary(echo, req, conc, 3.0);
+    const result s = run_unary(ours, req, conc, 3.0);
+    std::printf("concurrency %2d: inferwire-server %8.0f req/s (p50 %7.1f us, p99 %7.1f us)   echo baseline %8.0f req/s "
+                "(p50 %7.1f us, p99 %7.1f us)   ratio %.2f%s\n",
+                conc, s.rps, s.p50_us, s.p99_us, e.rps, e.p50_us, e.p99_us, s.rps / e.rps,
+                conc == 16 ? (s.rps / e.rps >= 0.7 ? "  (target >= 0.7: met)" : "  (target >= 0.7: NOT met)") : "");
+  }
+  const double se = run_stream(echo, req, 20000);
+  const double ss = run_stream(ours, req, 20000);
+  std::printf("streaming, one stream, 20000 pipelined requests: inferwire-server %8.0f req/s   echo baseline %8.0f req/s   ratio %.2f\n",
+              ss, se, ss / se);
+  bench::stop(echo_pid);
+  bench::stop(server_pid);
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,534 @@
+// The gRPC frontend against the gRPC client (and, where a field the client does not expose
+// matters, the generated stub): every RPC, Triton's errors and texts, typed and raw contents,
+// compression, deadlines, streams with interleaved sequences and in-stream errors, decoupled
+// repeat_int32, cancellation, repository control and shared memory.
+#include <inferwire/grpc/client.hpp>
+#include <inferwire/shm/system_region.hpp>
+
+#include "harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <future>
+#include <numeric>
+
+using namespace iwtest;
+namespace ig = inferwire::grpc;
+namespace v2 = inferwire::v2;
+using inferwire::data_type;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+std::string repo(const char* name) { return std::string(INFERWIRE_SOURCE_DIR) + "/" + name; }
+
+server_process& test_server() {
+  static server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--allow-client-shm=true", "--model-repository",
+                           repo("reference_server/models_decoupled")});
+  return s;
+}
+
+ig::client client_of(const server_process& s) {
+  ig::channel_options o;
+  o.target = "127.0.0.1:" + std::to_string(s.grpc_port());
+  return ig::client(o);
+}
+
+ig::client& shared_client() {
+  static ig::client c = client_of(test_server());
+  return c;
+}
+
+ig::infer_options typed_if(bool typed) {
+  ig::infer_options o;
+  o.typed_contents = typed;
+  return o;
+}
+
+std::vector<std::int32_t> iota16(int start = 0) {
+  std::vector<std::int32_t> v(16);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+// An input that owns a copy of `values` (make_input only views them).
+template <class T>
+v2::infer_input owned_input(std::string name, const std::vector<T>& values, inferwire::shape_t shape) {
+  v2::infer_input i = v2::make_input(std::move(name), std::span<const T>(values), std::move(shape));
+  i.data = v2::tensor_data::own(std::string(i.data.str()));
+  return i;
+}
+
+v2::infer_request simple_request(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+  v2::infer_request r;
+  r.inputs.push_back(owned_input("INPUT0", a, {1, 16}));
+  r.inputs.push_back(owned_input("INPUT1", b, {1, 16}));
+  return r;
+}
+
+std::vector<std::int32_t> ints(const v2::infer_output& o) {
+  auto v = o.as<std::int32_t>();
+  return {v.begin(), v.end()};
+}
+
+template <class F>
+std::string error_text(F f, int expected_code) {
+  try {
+    f();
+  } catch (const ig::rpc_error& e) {
+    CHECK(e.grpc_code() == expected_code);
+    return e.what();
+  }
+  FAIL("the call succeeded");
+  return {};
+}
+
+// The raw stub, for fields the client does not expose.
+std::unique_ptr<inference::GRPCInferenceService::Stub> raw_stub(const server_process& s) {
+  return inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+}
+
+constexpr int INVALID_ARGUMENT = 3, DEADLINE_EXCEEDED = 4, NOT_FOUND = 5, INTERNAL = 13, UNIMPLEMENTED = 12,
+              UNAVAILABLE = 14, CANCELLED = 1;
+
+}  // namespace
+
+TEST_CASE("grpc: health, metadata, config and statistics", "[grpc]") {
+  auto& c = shared_client();
+  CHECK(c.server_live());
+  CHECK(c.server_ready());
+  CHECK(c.health_check());
+  auto md = c.server_metadata();
+  CHECK(md.name == "triton");
+  CHECK(std::find(md.extensions.begin(), md.extensions.end(), "model_repository") != md.extensions.end());
+  auto mm = c.model_metadata("simple");
+  CHECK(mm.name == "simple");
+  CHECK(mm.versions == std::vector<std::string>{"1"});
+  REQUIRE(mm.inputs.size() == 2);
+  CHECK(mm.inputs[0].datatype == data_type::int32);
+  CHECK(mm.inputs[0].shape == inferwire::shape_t{-1, 16});
+  CHECK(c.model_ready("simple"));
+  CHECK_FALSE(c.model_ready("nope"));
+  const auto config = boost::json::parse(c.model_config("simple")).as_object();
+  CHECK(config.at("name").as_string() == "simple");
+  CHECK(config.at("max_batch_size").as_int64() == 8);
+  c.infer("simple", simple_request(iota16(), std::vector<std::int32_t>(16, 1)));
+  auto stats = c.model_statistics("simple");
+  REQUIRE(stats.model_stats.size() == 1);
+  CHECK(stats.model_stats[0].inference_count >= 1);
+  CHECK(c.model_statistics().model_stats.size() > 5);
+
+  CHECK_THAT(error_text([&] { c.model_metadata("nope"); }, NOT_FOUND), StartsWith("Request for unknown model"));
+  CHECK_THAT(error_text([&] { c.model_config("simple", "wrong_specification"); }, INVALID_ARGUMENT),
+             Contains("failed to get model version from specified version string 'wrong_specification'"));
+  std::error_code ec;
+  c.model_statistics("nope", "", ec);  // the statistics extension's own text, as over HTTP
+  CHECK(ig::status_code(ec) == INVALID_ARGUMENT);
+  CHECK(ec.message() == "requested model 'nope' is not available");
+}
+
+TEST_CASE("grpc: ModelInfer with raw and typed contents", "[grpc]") {
+  auto& c = shared_client();
+  auto req = simple_request(iota16(), std::vector<std::int32_t>(16, 1));
+  req.id = "my-request";
+  for (bool typed : {false, true}) {
+    INFO(typed);
+    auto r = c.infer("simple", req, typed_if(typed));
+    CHECK(r.response.id == "my-request");
+    CHECK(r.response.model_name == "simple");
+    CHECK(r.response.model_version == "1");
+    REQUIRE(r.response.outputs.size() == 2);
+    CHECK(r.response.outputs[0].name == "OUTPUT0");
+    CHECK(ints(r.response.outputs[0]) == iota16(1));
+    CHECK(ints(r.response.outputs[1]) == iota16(-1));
+  }
+  // INT8 in int_contents, narrowed by the server.
+  std::vector<std::int8_t> a(16, -3), b(16, 5);
+  v2::infer_request q8;
+  q8.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int8_t>(a), {1, 16}));
+  q8.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int8_t>(b), {1, 16}));
+  auto r8 = c.infer("simple_int8", q8, typed_if(true));
+  CHECK(r8.response.output("OUTPUT0")->as<std::int8_t>()[0] == 2);
+  CHECK(r8.response.output("OUTPUT1")->as<std::int8_t>()[15] == -8);
+  // BYTES, raw and in bytes_contents.
+  std::vector<std::string> s0, s1;
+  for (int i = 0; i < 16; ++i) {
+    s0.push_back(std::to_string(i));
+    s1.push_back("1");
+  }
+  v2::infer_request qs;
+  qs.inputs.push_back(v2::make_bytes_input("INPUT0", s0, {1, 16}));
+  qs.inputs.push_back(v2::make_bytes_input("INPUT1", s1, {1, 16}));
+  for (bool typed : {false, true}) {
+    auto rs = c.infer("simple_string", qs, typed_if(typed));
+    auto out = v2::strings(*rs.response.output("OUTPUT0"));
+    CHECK(out.front() == "1");
+    CHECK(out.back() == "16");
+  }
+  // Requested outputs, in the requested order.
+  auto sub = req;
+  sub.outputs.push_back(v2::make_output("OUTPUT1"));
+  auto rsub = c.infer("simple", sub);
+  REQUIRE(rsub.response.outputs.size() == 1);
+  CHECK(rsub.response.outputs[0].name == "OUTPUT1");
+}
+
+TEST_CASE("grpc: ModelInfer errors keep Triton's texts", "[grpc]") {
+  auto& c = shared_client();
+  auto stub = raw_stub(test_server());
+  auto call = [&](const inference::ModelInferRequest& q) {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    return stub->ModelInfer(&ctx, q, &r);
+  };
+  inference::ModelInferRequest q;
+  ig::encode_infer_request(simple_request(iota16(), iota16()), "simple", "", q);
+  {
+    auto both = q;
+    for (int v : iota16()) both.mutable_inputs(0)->mutable_contents()->add_int_contents(v);
+    auto s = call(both);
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(s.error_message() ==
+          "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'");
+  }
+  {
+    auto missing = q;
+    missing.mutable_raw_input_contents()->RemoveLast();
+    CHECK(call(missing).error_message() == "unable to find data for input tensor 'INPUT1' for model 'simple' in request.");
+  }
+  {
+    auto typed = q;
+    typed.clear_raw_input_contents();
+    for (int i = 0; i < 2; ++i)
+      for (int v : iota16()) typed.mutable_inputs(i)->mutable_contents()->add_fp32_contents(static_cast<float>(v));
+    CHECK(call(typed).error_message() ==
+          "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple' of type 'FP32', expected "
+          "datatype 'INT32'");
+  }
+  {
+    auto p = q;
+    (*p.mutable_parameters())["sequence_id"].set_bool_param(true);
+    CHECK(call(p).error_message() ==
+          "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
+    p.mutable_parameters()->clear();
+    (*p.mutable_parameters())["triton_x"].set_bool_param(true);
+    CHECK_THAT(call(p).error_message(), StartsWith("parameter keys starting with 'triton_' are reserved"));
+    p.mutable_parameters()->clear();
+    (*p.mutable_parameters())["priority"].set_int64_param(-1);
+    CHECK(call(p).error_message() == "invalid value for 'priority', expected value >= 0.");
+    p.mutable_parameters()->clear();
+    (*p.mutable_parameters())["custom"].set_uint64_param(1);
+    CHECK(call(p).error_message() ==
+          "invalid value type for 'custom' parameter, expected int64_param, bool_param, or string_param.");
+  }
+  {
+    auto v = q;
+    v.set_model_version("wrong_specification");
+    CHECK_THAT(call(v).error_message(),
+               Contains("failed to get model version from specified version string 'wrong_specification'"));
+  }
+  CHECK(error_text([&] { c.infer("repeat_int32", v2::infer_request{}); }, UNIMPLEMENTED) ==
+        "ModelInfer RPC doesn't support models with decoupled transaction policy");
+  CHECK(request(test_server().http_port(), "POST", "/v2/models/repeat_int32/infer", R"({"inputs":[]})").status == 501);
+  // The server still serves.
+  CHECK(c.infer("simple", simple_request(iota16(), iota16())).response.outputs.size() == 2);
+}
+
+TEST_CASE("grpc: compression, deadlines, asynchronous calls", "[grpc]") {
+  auto& c = shared_client();
+  for (auto algo : {ig::compression::gzip, ig::compression::deflate}) {
+    ig::call_options co;
+    co.request_compression = algo;
+    auto r = c.infer("simple", simple_request(iota16(), iota16()), {}, co);
+    CHECK(ints(r.response.outputs[0])[15] == 30);
+  }
+  {
+    ig::channel_options o;
+    o.target = "127.0.0.1:" + std::to_string(test_server().grpc_port());
+    o.default_compression = ig::compression::gzip;
+    o.keepalive_time = std::chrono::milliseconds(200);
+    o.keepalive_without_calls = true;
+    ig::client compressed(o);
+    CHECK(compressed.infer("simple", simple_request(iota16(), iota16())).response.outputs.size() == 2);
+  }
+  std::vector<std::int32_t> data{1, 2, 3};
+  v2::infer_request slow;
+  slow.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int32_t>(data), {3}));
+  ig::call_options deadline;
+  deadline.timeout = std::chrono::milliseconds(200);
+  CHECK(ig::status_code([&] {
+          std::error_code ec;
+          c.infer("identity_slow", slow, ec, {}, deadline);
+          return ec;
+        }()) == DEADLINE_EXCEEDED);
+
+  std::promise<std::pair<std::error_code, ig::infer_result>> done;
+  c.async_infer("simple", simple_request(iota16(5), iota16()),
+                [&](std::error_code ec, ig::infer_result r) { done.set_value({ec, std::move(r)}); });
+  auto [ec, r] = done.get_future().get();
+  CHECK_FALSE(ec);
+  CHECK(ints(r.response.outputs[1]) == std::vector<std::int32_t>(16, 5));
+  std::promise<std::error_code> failed;
+  c.async_infer("nope", simple_request(iota16(), iota16()),
+                [&](std::error_code e, ig::infer_result) { failed.set_value(e); });
+  CHECK(ig::status_code(failed.get_future().get()) == NOT_FOUND);
+}
+
+TEST_CASE("grpc: a stream with interleaved sequences and in-stream errors", "[grpc]") {
+  auto& c = shared_client();
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::int32_t>> got;
+  std::vector<std::string> errors;
+  std::vector<bool> finals;
+  auto stream = c.start_stream([&](std::error_code ec, ig::infer_result r) {
+    std::lock_guard lock(mu);
+    if (ec) {
+      errors.push_back(ec.message() + "|" + r.response.id);
+      return;
+    }
+    got.emplace_back(r.response.id, r.response.outputs[0].as<std::int32_t>()[0]);
+    finals.push_back(r.response.parameters.get<bool>("triton_final_response").value_or(false));
+  });
+  const std::vector<std::int32_t> values{0, 11, 7, 5, 3, 2, 0, 1};
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    for (std::uint64_t seq : {1001u, 1002u}) {
+      std::vector<std::int32_t> one{values[i] + (seq == 1002 ? 100 : 0)};
+      v2::infer_request q;
+      q.id = std::to_string(seq) + "_" + std::to_string(i);
+      q.parameters.set("sequence_id", seq);
+      q.parameters.set("sequence_start", i == 0);
+      q.parameters.set("sequence_end", i + 1 == values.size());
+      q.inputs.push_back(v2::make_input("INPUT", std::span<const std::int32_t>(one), {1, 1}));
+      REQUIRE(stream->send("simple_sequence", q));
+    }
+    if (i == 3) {  // an error in the middle does not end the stream
+      v2::infer_request bad;
+      bad.id = "bad";
+      REQUIRE(stream->send("nope", bad));
+    }
+  }
+  CHECK_FALSE(stream->finish());
+  REQUIRE(got.size() == 2 * values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    // (INPUT + START) * READY, each sequence's responses in order with their ids.
+    CHECK(got[2 * i].first == "1001_" + std::to_string(i));
+    CHECK(got[2 * i].second == values[i] + (i == 0 ? 1 : 0));
+    CHECK(got[2 * i + 1].first == "1002_" + std::to_string(i));
+    CHECK(got[2 * i + 1].second == values[i] + 100 + (i == 0 ? 1 : 0));
+  }
+  CHECK(std::all_of(finals.begin(), finals.end(), [](bool f) { return f; }));
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], StartsWith("Request for unknown model"));
+  CHECK_THAT(errors[0], Contains("|bad"));
+}
+
+TEST_CASE("grpc: decoupled repeat_int32 streams one response per element", "[grpc]") {
+  auto& c = shared_client();
+  auto repeat = [](std::vector<std::int32_t> in, std::uint32_t delay_ms, const std::string& id) {
+    std::vector<std::uint32_t> delay(in.size(), delay_ms), wait{0};
+    v2::infer_request q;
+    q.id = id;
+    q.inputs.push_back(owned_input("IN", in, {static_cast<std::int64_t>(in.size())}));
+    q.inputs.push_back(owned_input("DELAY", delay, {static_cast<std::int64_t>(delay.size())}));
+    q.inputs.push_back(owned_input("WAIT", wait, {1}));
+    return q;
+  };
+  std::mutex mu;
+  std::vector<std::tuple<std::string, std::int32_t, std::uint32_t, bool>> got;
+  std::atomic<int> errors{0};
+  auto stream = c.start_stream([&](std::error_code ec, ig::infer_result r) {
+    if (ec) {
+      ++errors;
+      return;
+    }
+    std::lock_guard lock(mu);
+    const auto* out = r.response.output("OUT");
+    const auto* idx = r.response.output("IDX");
+    got.emplace_back(r.response.id, out ? out->as<std::int32_t>()[0] : -1, idx ? idx->as<std::uint32_t>()[0] : 0u,
+                     r.response.parameters.get<bool>("triton_final_response").value_or(false));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(stream->send("repeat_int32", repeat({100, 101, 102, 103, 104}, 40, "a")));
+  REQUIRE(stream->send("repeat_int32", repeat({}, 0, "empty")));
+  auto last = repeat({7}, 0, "final");
+  last.parameters.set("triton_enable_empty_final_response", true);
+  REQUIRE(stream->send("repeat_int32", last));
+  CHECK_FALSE(stream->finish());
+  CHECK(errors.load() == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(200));
+  REQUIRE(got.size() == 7);  // 5 + none for the empty input + 1 + the empty final
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    CHECK(std::get<0>(got[i]) == "a");
+    CHECK(std::get<1>(got[i]) == static_cast<std::int32_t>(100 + i));
+    CHECK(std::get<2>(got[i]) == i);
+    CHECK_FALSE(std::get<3>(got[i]));
+  }
+  CHECK(std::get<0>(got[5]) == "final");
+  CHECK(std::get<1>(got[5]) == 7);
+  CHECK_FALSE(std::get<3>(got[5]));
+  CHECK(std::get<0>(got[6]) == "final");
+  CHECK(std::get<1>(got[6]) == -1);  // empty: only the final flag
+  CHECK(std::get<3>(got[6]));
+}
+
+TEST_CASE("grpc: cancelling a stream and closing on the first error", "[grpc]") {
+  auto& c = shared_client();
+  std::promise<std::error_code> ended;
+  std::atomic<int> responses{0};
+  auto stream = c.start_stream([&](std::error_code ec, ig::infer_result) {
+    if (ec) ended.set_value(ec);
+    else ++responses;
+  });
+  std::vector<std::int32_t> in(20, 1);
+  std::vector<std::uint32_t> delay(20, 100), wait{0};
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_input("IN", std::span<const std::int32_t>(in), {20}));
+  q.inputs.push_back(v2::make_input("DELAY", std::span<const std::uint32_t>(delay), {20}));
+  q.inputs.push_back(v2::make_input("WAIT", std::span<const std::uint32_t>(wait), {1}));
+  REQUIRE(stream->send("repeat_int32", q));
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  stream->cancel();
+  CHECK(ig::status_code(ended.get_future().get()) == CANCELLED);
+  CHECK(responses.load() < 20);
+
+  ig::call_options strict;
+  strict.headers["triton_grpc_error"] = "true";
+  std::promise<std::error_code> closed;
+  auto s2 = c.start_stream([&](std::error_code ec, ig::infer_result r) {
+    if (ec && r.response.id.empty()) closed.set_value(ec);
+  }, strict);
+  REQUIRE(s2->send("nope", v2::infer_request{}));
+  const auto ec = closed.get_future().get();
+  CHECK(ig::status_code(ec) == NOT_FOUND);
+  CHECK(ig::status_code(s2->finish()) == NOT_FOUND);
+  CHECK(c.server_live());
+}
+
+TEST_CASE("grpc: repository index, load and unload", "[grpc]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--model-control-mode", "explicit", "--load-model",
+                    "*", "--model-repository", repo("reference_server/models"), "--model-repository",
+                    repo("reference_server/models_decoupled")},
+                   false);
+  auto c = client_of(s);
+  auto index = c.repository_index();
+  CHECK(index.size() == 8);  // what gRPC model-control clients expect
+  c.unload_model("simple");
+  CHECK_FALSE(c.model_ready("simple"));
+  c.load_model("simple");
+  CHECK(c.model_ready("simple"));
+  v2::repository_load_request override;
+  // A whole config (our built-in backends are not inferred from model files), with the
+  // integer given as a string.
+  override.config =
+      R"({"name":"simple","backend":"simple","max_batch_size":"16",)"
+      R"("input":[{"name":"INPUT0","data_type":"TYPE_INT32","dims":[16]},{"name":"INPUT1","data_type":"TYPE_INT32","dims":[16]}],)"
+      R"("output":[{"name":"OUTPUT0","data_type":"TYPE_INT32","dims":[16]},{"name":"OUTPUT1","data_type":"TYPE_INT32","dims":[16]}]})";
+  c.load_model("simple", override);
+  CHECK(boost::json::parse(c.model_config("simple")).at("max_batch_size").as_int64() == 16);
+  CHECK(error_text([&] { c.load_model("wrong_model_name"); }, INTERNAL) ==
+        "failed to load 'wrong_model_name', failed to poll from model repository");
+  v2::repository_load_request files;
+  files.config = "{}";
+  files.files.emplace_back(std::string(256, 'A'), "x");
+  CHECK_THAT(error_text([&] { c.load_model("simple", files); }, INTERNAL),
+             Contains("failed to poll from model repository"));
+  CHECK(c.server_live());
+  auto stub = raw_stub(s);
+  grpc::ClientContext ctx;
+  inference::RepositoryIndexRequest q;
+  q.set_repository_name("models");
+  inference::RepositoryIndexResponse r;
+  auto st = stub->RepositoryIndex(&ctx, q, &r);
+  CHECK(st.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(st.error_message() == "'repository_name' specification is not supported");
+}
+
+TEST_CASE("grpc: system shared memory and the raw output entries of shm outputs", "[grpc]") {
+  auto& c = shared_client();
+  c.unregister_system_shared_memory();
+  c.unregister_cuda_shared_memory();  // succeeds without a GPU
+  const std::string key = "/iw_grpc_test_" + std::to_string(::getpid());
+  auto in = inferwire::shm::system_region::create(key, 128);
+  auto out = inferwire::shm::system_region::create(key + "_out", 128);
+  auto a = iota16(), b = std::vector<std::int32_t>(16, 2);
+  std::memcpy(in.data(), a.data(), 64);
+  std::memcpy(static_cast<std::byte*>(in.data()) + 64, b.data(), 64);
+  c.register_system_shared_memory({"in", key, 0, 128});
+  c.register_system_shared_memory({"out", key + "_out", 0, 128});
+  auto status = c.system_shared_memory_status();
+  REQUIRE(status.size() == 2);
+  CHECK(status[0].name == "in");
+  CHECK(status[0].byte_size == 128);
+  CHECK_THAT(error_text([&] { c.register_system_shared_memory({"in", key, 0, 128}); }, 6 /*ALREADY_EXISTS*/),
+             Contains("already in manager"));
+
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {1, 16}, {"in", 0, 64}));
+  q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {1, 16}, {"in", 64, 64}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"out", 0, 64}));
+  q.outputs.push_back(v2::make_output("OUTPUT1"));
+  inference::ModelInferRequest pq;
+  ig::encode_infer_request(q, "simple", "", pq);
+  auto stub = raw_stub(test_server());
+  grpc::ClientContext ctx;
+  inference::ModelInferResponse pr;
+  REQUIRE(stub->ModelInfer(&ctx, pq, &pr).ok());
+  REQUIRE(pr.outputs_size() == 2);
+  REQUIRE(pr.raw_output_contents_size() == 2);  // one entry per output...
+  CHECK(pr.raw_output_contents(0).empty());       // ...empty for the one in shared memory
+  CHECK(pr.raw_output_contents(1).size() == 64);
+  CHECK(pr.outputs(0).name() == "OUTPUT0");
+  CHECK(pr.outputs(0).datatype() == "INT32");
+  std::vector<std::int32_t> sum(16);
+  std::memcpy(sum.data(), out.data(), 64);
+  CHECK(sum == iota16(2));
+
+  c.unregister_system_shared_memory("in");
+  CHECK(c.system_shared_memory_status().size() == 1);
+  c.unregister_system_shared_memory();
+  CHECK(c.system_shared_memory_status().empty());
+  CHECK(c.cuda_shared_memory_status().empty());
+  std::error_code ec;
+  c.register_cuda_shared_memory({"gpu", std::string(64, '\0'), 0, 64}, ec);
+  CHECK(ec);  // no GPU here, or an invalid handle on a GPU machine
+}
+
+TEST_CASE("grpc: client shared memory is refused unless allowed", "[grpc]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0"});
+  auto c = client_of(s);
+  CHECK(ig::status_code([&] {
+          std::error_code ec;
+          c.unregister_system_shared_memory("", ec);
+          return ec;
+        }()) == UNIMPLEMENTED);
+  CHECK(c.system_shared_memory_status().empty());
+}
+
+TEST_CASE("grpc: trace and log settings", "[grpc]") {
+  auto& c = shared_client();
+  auto t = c.trace_settings();
+  CHECK(t.settings.count("trace_level"));
+  v2::trace_settings update;
+  update.settings["trace_rate"] = std::vector<std::string>{"500"};
+  auto after = c.trace_settings(update, "simple");
+  REQUIRE(after.settings.count("trace_rate"));
+  CHECK((*after.settings["trace_rate"])[0] == "500");
+  CHECK_THAT(error_text([&] { c.trace_settings({}, "nope"); }, NOT_FOUND), Contains("nope"));
+
+  auto logs = c.log_settings();
+  CHECK(logs.log_format == "default");
+  v2::log_settings lu;
+  lu.log_verbose_level = 1;
+  CHECK(c.log_settings(lu).log_verbose_level == 1u);
+  lu.log_verbose_level = 0;
+  c.log_settings(lu);
+  v2::log_settings bad;
+  bad.log_file = "/tmp/x";
+  CHECK(error_text([&] { c.log_settings(bad); }, UNIMPLEMENTED) ==
+        "log file location can not be updated through network protocol");
+  (void)UNAVAILABLE;
+}
