@@ -398,6 +398,8 @@ class inference_service final : public pb::GRPCInferenceService::Service {
   // Runs the call on the execution pool behind the model's instance gate and waits for it.
   status execute(infer_call& call, ServerContext* ctx, const response_sink* sink) {
     call.times.queued = clock::now();
+    if (!sink && runs_inline(*call.model, call.request, call.places))
+      return execute_request(*call.model, call.request, call.batch_size, call.times, call.response, &call.places);
     std::promise<status> done;
     auto& pool = s_.execution;
     auto launch = [&pool](instance_gate::job j) { boost::asio::post(pool, std::move(j)); };

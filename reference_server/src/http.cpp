@@ -44,9 +44,6 @@ constexpr auto stall_timeout = std::chrono::seconds(120);
 constexpr auto watchdog_period = std::chrono::seconds(5);
 // Bodies at least this large are read straight into their final buffer.
 constexpr std::uint64_t direct_body_threshold = 256 * 1024;
-// Requests with inputs up to this size, to models without an artificial delay, execute on
-// the I/O thread: their work is bounded and small, and a thread hop would cost more.
-constexpr std::size_t inline_execution_limit = 64 * 1024;
 
 /// What a handler answers. Body parts after `body` are views kept alive by `owner`.
 struct reply {
@@ -644,15 +641,7 @@ class session : public std::enable_shared_from_this<session> {
 
     job->times.queued = clock::now();
     std::string accept(job->req[bhttp::field::accept_encoding]);
-    // Host bytes to process: inputs already in the GPU memory of a GPU instance cost the
-    // I/O thread nothing, so such requests skip the hand-off to the execution pool.
-    const bool gpu_model = job->model->impl->on_gpu();
-    std::size_t input_bytes = 0;
-    for (std::size_t i = 0; i < job->request.inputs.size(); ++i)
-      if (!gpu_model || i >= job->places.inputs.size() || !job->places.inputs[i].data)
-        input_bytes += job->request.inputs[i].data.size();
-    if (!c.parameters.count("execute_delay_ms") && !c.proto.has_dynamic_batching() &&
-        input_bytes <= inline_execution_limit) {
+    if (runs_inline(*job->model, job->request, job->places)) {
       reply rep = run(*job, accept);
       rep.owner = job;
       return write(std::move(rep));

@@ -525,4 +525,15 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   return {};
 }
 
+bool runs_inline(const model_version& model, const v2::infer_request& request, const tensor_places& places) {
+  constexpr std::size_t inline_execution_limit = 64 * 1024;
+  const model_config& c = *model.config;
+  if (c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching()) return false;
+  const bool gpu_model = model.impl->on_gpu();
+  std::size_t input_bytes = 0;
+  for (std::size_t i = 0; i < request.inputs.size(); ++i)
+    if (!gpu_model || i >= places.inputs.size() || !places.inputs[i].data) input_bytes += request.inputs[i].data.size();
+  return input_bytes <= inline_execution_limit;
+}
+
 }  // namespace inferwire::server

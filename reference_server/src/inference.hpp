@@ -52,6 +52,13 @@ status execute_request(model_version& model, const v2::infer_request& request,
                        v2::infer_response& response, const tensor_places* places = nullptr,
                        const response_sink* on_response = nullptr);
 
+/// Whether a request is small enough to execute on the thread that received it (HTTP I/O
+/// thread, gRPC handler thread) instead of the execution pool: models without an artificial
+/// delay or dynamic batching, with at most 64 KiB of host input bytes (inputs already in the
+/// GPU memory of a GPU instance cost nothing). Its work is bounded and small, and a thread hop
+/// would cost more.
+bool runs_inline(const model_version& model, const v2::infer_request& request, const tensor_places& places);
+
 /// Applies top-k classification to `output` in place (v2-protocol §4.6).
 status classify(v2::infer_output& output, std::uint64_t k, const tensor_config& config,
                 bool batching);

@@ -3,6 +3,9 @@
 #ifdef CONSUMER_USES_V2
 #include <inferwire/v2.hpp>
 #endif
+#ifdef CONSUMER_USES_GRPC
+#include <inferwire/grpc/client.hpp>
+#endif
 
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +27,17 @@ int main() {
   auto header = body.find("}]}") + 3;
   auto back = v2::decode_infer_request(body, header, "simple");
   if (back.inputs.at(0).as<std::int32_t>().at(15) != 7) return 4;
+#endif
+#ifdef CONSUMER_USES_GRPC
+  // The protos were generated and compiled in this build; a call to a closed port fails fast.
+  inferwire::grpc::channel_options o;
+  o.target = "127.0.0.1:1";
+  inferwire::grpc::client c(o);
+  inferwire::grpc::call_options co;
+  co.timeout = std::chrono::milliseconds(500);
+  std::error_code ec;
+  c.server_live(ec, co);
+  if (!ec || inferwire::grpc::status_code(ec) == 0) return 5;
 #endif
   std::puts("consumer: ok");
   return 0;

@@ -2,7 +2,9 @@
 # consumer project against it, twice:
 #   1. COMPONENTS core, with Boost and OpenSSL made unfindable: proves that the package looks
 #      up only the dependencies of the requested components;
-#   2. COMPONENTS v2: the JSON and binary codecs from the installed tree.
+#   2. COMPONENTS v2: the JSON and binary codecs from the installed tree;
+#   3. COMPONENTS grpc (when installed): the protos generated and compiled in the consumer's
+#      build, and the gRPC client.
 foreach(v SOURCE_DIR BUILD_DIR WORK_DIR GENERATOR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "run.cmake: ${v} is not set")
@@ -27,7 +29,11 @@ if(PREFIX_PATH)
 endif()
 string(REPLACE ";" "\\;" search_arg "${search}")
 
-foreach(component core v2)
+set(components core v2)
+if(EXISTS "${prefix}/share/inferwire/proto/grpc_service.proto")
+  list(APPEND components grpc)
+endif()
+foreach(component IN LISTS components)
   set(build "${WORK_DIR}/build-${component}")
   set(extra "")
   if(component STREQUAL "core")
