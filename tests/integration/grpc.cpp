@@ -106,11 +106,7 @@ TEST_CASE("grpc: health, metadata, config and statistics", "[grpc]") {
   CHECK(md.name == "triton");
   CHECK(std::find(md.extensions.begin(), md.extensions.end(), "model_repository") != md.extensions.end());
   auto mm = c.model_metadata("simple");
-  CHECK(mm.name == "simple");
-  CHECK(mm.versions == std::vector<std::string>{"1"});
-  REQUIRE(mm.inputs.size() == 2);
-  CHECK(mm.inputs[0].datatype == data_type::int32);
-  CHECK(mm.inputs[0].shape == inferwire::shape_t{-1, 16});
+  CHECK(is_simple_metadata(mm));
   CHECK(c.model_ready("simple"));
   CHECK_FALSE(c.model_ready("nope"));
   const auto config = boost::json::parse(c.model_config("simple")).as_object();
@@ -530,5 +526,43 @@ TEST_CASE("grpc: trace and log settings", "[grpc]") {
   bad.log_file = "/tmp/x";
   CHECK(error_text([&] { c.log_settings(bad); }, UNIMPLEMENTED) ==
         "log file location can not be updated through network protocol");
-  (void)UNAVAILABLE;
+}
+
+namespace {
+// A TLS gRPC server for the client's credentials: ServerLive only.
+class live_service final : public inference::GRPCInferenceService::Service {
+  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                          inference::ServerLiveResponse* r) override {
+    r->set_live(true);
+    return grpc::Status::OK;
+  }
+};
+}  // namespace
+
+TEST_CASE("grpc: TLS channel credentials with a certificate made at test time", "[grpc][tls]") {
+  test_certificate cert;
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({file_text(cert.key()), file_text(cert.cert())});
+  live_service svc;
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port);
+  b.RegisterService(&svc);
+  auto server = b.BuildAndStart();
+  REQUIRE(server);
+  REQUIRE(port > 0);
+  ig::channel_options o;
+  o.target = "localhost:" + std::to_string(port);
+  o.tls = true;
+  o.root_certificates = file_text(cert.cert());
+  ig::call_options co;
+  co.timeout = std::chrono::seconds(5);
+  CHECK(ig::client(o).server_live(co));
+  // Without the certificate among the trusted roots the handshake fails.
+  test_certificate other;
+  o.root_certificates = file_text(other.cert());
+  std::error_code ec;
+  CHECK_FALSE(ig::client(o).server_live(ec, co));
+  CHECK(ig::status_code(ec) == UNAVAILABLE);
+  server->Shutdown();
 }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -209,5 +210,31 @@ reply request(int port, std::string_view method, std::string_view target, std::s
 }
 
 std::string error_of(const reply& r) { return inferwire::v2::parse_error_body(r.body); }
+
+test_certificate::test_certificate() {
+  static int n = 0;
+  dir = (std::filesystem::temp_directory_path() /
+         ("inferwire-tls-" + std::to_string(::getpid()) + "-" + std::to_string(n++)))
+            .string();
+  std::filesystem::create_directories(dir);
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                          "-addext subjectAltName=DNS:localhost -keyout " +
+                          key() + " -out " + cert() + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl req failed");
+}
+
+test_certificate::~test_certificate() { std::filesystem::remove_all(dir); }
+
+std::string file_text(const std::string& path) { return read_file(path); }
+
+bool is_simple_metadata(const inferwire::v2::model_metadata& m) {
+  const inferwire::shape_t shape{-1, 16};
+  auto io_ok = [&](const std::vector<inferwire::v2::tensor_metadata>& v, const char* prefix) {
+    return v.size() == 2 && v[0].name == std::string(prefix) + "0" && v[1].name == std::string(prefix) + "1" &&
+           v[0].datatype == inferwire::data_type::int32 && v[0].shape == shape && v[1].shape == shape;
+  };
+  return m.name == "simple" && m.versions == std::vector<std::string>{"1"} && io_ok(m.inputs, "INPUT") &&
+         io_ok(m.outputs, "OUTPUT");
+}
 
 }  // namespace iwtest

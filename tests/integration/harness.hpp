@@ -2,6 +2,8 @@
 // (it reports the ports it bound in its log) and talks to it over plain sockets.
 #pragma once
 
+#include <inferwire/v2/types.hpp>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -108,6 +110,24 @@ std::string request_text(std::string_view method, std::string_view target, std::
 
 /// The value of `"error"` in an error body.
 std::string error_of(const reply& r);
+
+/// A self-signed certificate for "localhost", made with the openssl command for one test.
+struct test_certificate {
+  test_certificate();
+  ~test_certificate();
+  test_certificate(const test_certificate&) = delete;
+  test_certificate& operator=(const test_certificate&) = delete;
+  std::string dir;
+  std::string cert() const { return dir + "/cert.pem"; }
+  std::string key() const { return dir + "/key.pem"; }
+};
+
+/// Whether `m` is the metadata of the bundled 'simple' model (version 1, two INT32 [-1,16]
+/// inputs and outputs), whichever protocol brought it.
+bool is_simple_metadata(const inferwire::v2::model_metadata& m);
+
+/// The contents of a file.
+std::string file_text(const std::string& path);
 
 /// Little-endian bytes of a vector of T.
 template <class T>
