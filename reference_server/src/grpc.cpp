@@ -351,7 +351,7 @@ class inference_service final : public pb::GRPCInferenceService::Service {
       };
       if (!st) {
         const bool decoupled = call.model->config->decoupled;
-        response_sink sink = [&](v2::infer_response&& resp) { send(resp, false); };
+        response_sink sink = [&](v2::infer_response&& resp) { return send(resp, false); };
         st = execute(call, ctx, decoupled ? &sink : nullptr);
         if (!st) {
           if (!decoupled) send(call.response, true);
@@ -398,6 +398,8 @@ class inference_service final : public pb::GRPCInferenceService::Service {
   // Runs the call on the execution pool behind the model's instance gate and waits for it.
   status execute(infer_call& call, ServerContext* ctx, const response_sink* sink) {
     call.times.queued = clock::now();
+    const status cancelled{errc::cancelled, "the client cancelled the request"};
+    if (ctx->IsCancelled()) return cancelled;
     if (!sink && runs_inline(*call.model, call.request, call.places))
       return execute_request(*call.model, call.request, call.batch_size, call.times, call.response, &call.places);
     std::promise<status> done;
@@ -405,12 +407,13 @@ class inference_service final : public pb::GRPCInferenceService::Service {
     auto launch = [&pool](instance_gate::job j) { boost::asio::post(pool, std::move(j)); };
     response_sink guarded;
     if (sink)
-      guarded = [&](v2::infer_response&& r) {
-        if (!ctx->IsCancelled()) (*sink)(std::move(r));
-      };
+      guarded = [&](v2::infer_response&& r) { return !ctx->IsCancelled() && (*sink)(std::move(r)); };
     auto work = [&] {
-      status st = execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
-                                  &call.places, sink ? &guarded : nullptr);
+      // A request that waited in the queue while its client gave up is not executed.
+      status st = ctx->IsCancelled()
+                      ? cancelled
+                      : execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
+                                        &call.places, sink ? &guarded : nullptr);
       call.model->instances.release(launch);
       done.set_value(std::move(st));
     };

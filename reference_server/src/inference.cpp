@@ -490,7 +490,7 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
       v2::infer_response resp;
       if (auto st = build(outs, resp)) return st;
       ++responses;
-      (*on_response)(std::move(resp));
+      if (!(*on_response)(std::move(resp))) return {errc::cancelled, "the client cancelled the request"};
       return {};
     };
   }

@@ -45,8 +45,9 @@ status resolve_shared_memory(shm_registry& registry, v2::infer_request& request,
 /// are written there and listed without data.
 /// Decoupled models (`model_transaction_policy { decoupled: true }`) send 0..N responses through
 /// `on_response` while they run; `response` then only names the request (id, model, version)
-/// for the final flag. Without a sink a decoupled model fails.
-using response_sink = std::function<void(v2::infer_response&&)>;
+/// for the final flag. Without a sink a decoupled model fails. A sink returns false when
+/// nobody receives responses any more (the client went away); the model then stops.
+using response_sink = std::function<bool(v2::infer_response&&)>;
 status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, const request_clock& times,
                        v2::infer_response& response, const tensor_places* places = nullptr,

@@ -385,11 +385,21 @@ TEST_CASE("grpc: cancelling a stream and closing on the first error", "[grpc]") 
   q.inputs.push_back(v2::make_input("IN", std::span<const std::int32_t>(in), {20}));
   q.inputs.push_back(v2::make_input("DELAY", std::span<const std::uint32_t>(delay), {20}));
   q.inputs.push_back(v2::make_input("WAIT", std::span<const std::uint32_t>(wait), {1}));
+  auto failures = [&] {
+    return c.model_statistics("repeat_int32").model_stats.at(0).inference_stats.fail.count;
+  };
+  const auto failed_before = failures();
   REQUIRE(stream->send("repeat_int32", q));
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   stream->cancel();
+  const auto cancelled_at = std::chrono::steady_clock::now();
   CHECK(ig::status_code(ended.get_future().get()) == CANCELLED);
   CHECK(responses.load() < 20);
+  // The model stops at its next response instead of running its 2 s to the end.
+  while (failures() == failed_before && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(3))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(failures() == failed_before + 1);
+  CHECK(std::chrono::steady_clock::now() - cancelled_at < std::chrono::milliseconds(1000));
 
   ig::call_options strict;
   strict.headers["triton_grpc_error"] = "true";
