@@ -174,27 +174,33 @@ class simple_string_backend final : public backend {
 };
 
 // OUTPUT<i> = INPUT<i>; the output views the input's bytes (no copy).
+// The walk of both identity backends: each input present with the output it becomes, after
+// the config check and the artificial delay; absent optional inputs are skipped.
+template <class F>
+status for_each_identity_pair(execution& e, F f) {
+  const auto& c = e.config;
+  if (c.inputs.size() != c.outputs.size())
+    return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
+  apply_delay(c);
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const auto* in = e.input(c.inputs[i].name);
+    if (!in) {
+      if (c.inputs[i].optional) continue;
+      return missing_input(e, c.inputs[i].name);
+    }
+    if (auto st = f(*in, c.outputs[i])) return st;
+  }
+  return {};
+}
+
 class identity_backend final : public backend {
  public:
   status execute(execution& e) override {
-    const auto& c = e.config;
-    if (c.inputs.size() != c.outputs.size())
-      return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
-    apply_delay(c);
-    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-      const auto* in = e.input(c.inputs[i].name);
-      if (!in) {
-        if (c.inputs[i].optional) continue;
-        return missing_input(e, c.inputs[i].name);
-      }
-      v2::infer_output o;
-      o.name = c.outputs[i].name;
-      o.datatype = in->datatype;
-      o.shape = in->shape;
-      o.data = v2::tensor_data::view(in->data.bytes());
-      e.outputs.push_back(std::move(o));
-    }
-    return {};
+    return for_each_identity_pair(e, [&e](const v2::infer_input& in, const tensor_config& out) -> status {
+      e.outputs.push_back({out.name, in.datatype, in.shape, v2::tensor_encoding::binary,
+                           v2::tensor_data::view(in.data.bytes()), {}});
+      return {};
+    });
   }
 };
 
@@ -362,36 +368,21 @@ class gpu_identity_backend final : public backend {
  public:
   bool on_gpu() const noexcept override { return true; }
   status execute(execution& e) override {
-    const auto& c = e.config;
-    if (c.inputs.size() != c.outputs.size())
-      return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
-    apply_delay(c);
-    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-      const auto* in = e.input(c.inputs[i].name);
-      if (!in) {
-        if (c.inputs[i].optional) continue;
-        return missing_input(e, c.inputs[i].name);
-      }
-      const placement src = e.place_of(*in);
-      const placement* dst = e.output_place(c.outputs[i].name);
-      v2::infer_output o;
-      o.name = c.outputs[i].name;
-      o.datatype = in->datatype;
-      o.shape = in->shape;
+    return for_each_identity_pair(e, [&e](const v2::infer_input& in, const tensor_config& out) -> status {
+      const placement src = e.place_of(in);
+      const placement* dst = e.output_place(out.name);
+      if (src.on_device() && !(dst && dst->on_device() && dst->size >= src.size))
+        return finish_device_output(e, out, in.shape, src.data, src.size, src.device, in.datatype);
+      v2::infer_output o{out.name, in.datatype, in.shape, v2::tensor_encoding::binary, {}, {}};
       if (dst && dst->on_device() && dst->size >= src.size) {
         if (auto st = gpu_copy(*dst, src, src.size)) return st;
         o.data = v2::tensor_data::view({dst->data, src.size});
-      } else if (src.on_device()) {
-        if (auto st = finish_device_output(e, c.outputs[i], in->shape, src.data, src.size,
-                                           src.device, in->datatype))
-          return st;
-        continue;
       } else {
-        o.data = v2::tensor_data::view(in->data.bytes());
+        o.data = v2::tensor_data::view(in.data.bytes());
       }
       e.outputs.push_back(std::move(o));
-    }
-    return {};
+      return {};
+    });
   }
 };
 

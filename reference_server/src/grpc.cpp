@@ -226,9 +226,6 @@ class inference_service final : public pb::GRPCInferenceService::Service {
   }
   ::grpc::Status SystemSharedMemoryRegister(ServerContext*, const pb::SystemSharedMemoryRegisterRequest* q,
                                             pb::SystemSharedMemoryRegisterResponse*) override {
-    if (auto st = s_.shm.check_allowed()) return to_grpc(st);
-    if (q->name().empty())
-      return {::grpc::StatusCode::INVALID_ARGUMENT, "'region name' is necessary to register system shared memory region"};
     return to_grpc(s_.shm.register_system({q->name(), q->key(), q->offset(), q->byte_size()}));
   }
   ::grpc::Status SystemSharedMemoryUnregister(ServerContext*, const pb::SystemSharedMemoryUnregisterRequest* q,
@@ -251,8 +248,6 @@ class inference_service final : public pb::GRPCInferenceService::Service {
   ::grpc::Status CudaSharedMemoryRegister(ServerContext*, const pb::CudaSharedMemoryRegisterRequest* q,
                                           pb::CudaSharedMemoryRegisterResponse*) override {
     if (auto st = s_.shm.check_allowed()) return to_grpc(st);
-    if (q->name().empty())
-      return {::grpc::StatusCode::INVALID_ARGUMENT, "'region name' is necessary to register cuda shared memory region"};
     if (q->device_id() < 0)
       return {::grpc::StatusCode::INVALID_ARGUMENT, "invalid device id " + std::to_string(q->device_id())};
     return to_grpc(s_.shm.register_cuda(
@@ -267,8 +262,7 @@ class inference_service final : public pb::GRPCInferenceService::Service {
   // --- trace and log settings ------------------------------------------------------------------
 
   ::grpc::Status TraceSetting(ServerContext*, const pb::TraceSettingRequest* q, pb::TraceSettingResponse* r) override {
-    if (!q->model_name().empty() && !s_.repository.ready(q->model_name(), ""))
-      return {::grpc::StatusCode::NOT_FOUND, "Request for unknown model : " + q->model_name()};
+    if (auto st = check_trace_model(s_, q->model_name())) return to_grpc(st);
     v2::trace_settings result;
     if (q->settings().empty()) {
       result = s_.traces.get(q->model_name());

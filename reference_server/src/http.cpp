@@ -472,10 +472,8 @@ class session : public std::enable_shared_from_this<session> {
       if (auto st = reg.unregister(kind, r.region)) return error_reply(st);
       return empty_reply(200);
     }
-    // register
-    if (r.region.empty())
-      return error_reply(400, std::string("'region name' is necessary to register ") +
-                                  (system ? "system" : "cuda") + " shared memory region");
+    // register (the name is checked before the body is parsed)
+    if (auto st = shm_registry::require_name(kind, r.region)) return error_reply(st);
     status st;
     if (system) {
       v2::system_shm_register_request q;
@@ -496,8 +494,7 @@ class session : public std::enable_shared_from_this<session> {
     std::string model;
     if (r.kind == endpoint::model_trace) {
       if (!r.version.empty()) return error_reply(404, "Not Found");
-      if (!s_.repository.ready(r.model, ""))
-        return error_reply(400, "Request for unknown model : " + std::string(r.model));
+      if (auto st = check_trace_model(s_, r.model)) return error_reply(st);
       model = r.model;
     }
     v2::trace_settings result;

@@ -208,6 +208,11 @@ v2::model_metadata describe_model(const server_state& s, const model_version& m,
   return md;
 }
 
+status check_trace_model(const server_state& s, std::string_view model) {
+  if (model.empty() || s.repository.ready(model, "")) return {};
+  return {errc::invalid_arg, "Request for unknown model : " + std::string(model)};
+}
+
 status update_log_settings(server_state& s, const v2::log_settings& u) {
   logger& l = s.log;
   if (u.log_file) return {errc::unsupported, "log file location can not be updated through network protocol"};

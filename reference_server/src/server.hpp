@@ -82,6 +82,9 @@ std::vector<std::string> server_extensions();
 /// (`version_given`) or every ready version; shapes get a leading -1 when the model batches.
 v2::model_metadata describe_model(const server_state& s, const model_version& m, bool version_given);
 
+/// Trace settings of `model` ("" = global) need a ready model (HTTP and gRPC).
+status check_trace_model(const server_state& s, std::string_view model);
+
 /// Applies a log-settings update with Triton's checks (the log file cannot change; the format
 /// is "default" or "ISO8601").
 status update_log_settings(server_state& s, const v2::log_settings& update);

@@ -58,8 +58,15 @@ status shm_registry::check_allowed() const {
           "enable."};
 }
 
+status shm_registry::require_name(region_kind kind, std::string_view name) {
+  if (!name.empty()) return {};
+  return {errc::invalid_arg, std::string("'region name' is necessary to register ") +
+                                 (kind == region_kind::system ? "system" : "cuda") + " shared memory region"};
+}
+
 status shm_registry::register_system(const v2::system_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
+  if (auto st = require_name(region_kind::system, q.name)) return st;
   const std::string& r = q.name;
   if (q.key.find_first_not_of('/') == std::string::npos)
     return {errc::invalid_arg,
@@ -107,6 +114,7 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
 
 status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
+  if (auto st = require_name(region_kind::cuda, q.name)) return st;
   const std::string& r = q.name;
 #if INFERWIRE_SERVER_CUDA
   if (cuda::available()) {
@@ -137,43 +145,45 @@ status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
           "failed to register CUDA shared memory region: '" + r + "', GPUs not supported"};
 }
 
-status shm_registry::system_status(std::string_view name,
-                                   std::vector<v2::system_shm_status>& out) const {
+// The status of the regions of `kind`: every one, or the one named `name` (which must be of
+// that kind). `add` appends one region's entry and returns the count so far.
+status shm_registry::status_of(std::string_view name, region_kind kind,
+                               const std::function<std::size_t(const shm_region&)>& add) const {
+  const char* mine = kind == region_kind::system ? "system" : "CUDA";
+  const char* other = kind == region_kind::system ? "CUDA" : "system";
   std::lock_guard lock(mu_);
-  out.clear();
+  std::size_t found = 0;
   for (const auto& [n, e] : regions_) {
     if (!name.empty() && n != name) continue;
-    const auto& g = *e.region;
-    if (g.kind != region_kind::system) {
+    if (e.region->kind != kind) {
       if (!name.empty())
-        return {errc::not_found, "The region named '" + n +
-                                     "' is registered as CUDA shared memory, not system shared memory"};
+        return {errc::not_found, "The region named '" + n + "' is registered as " + other +
+                                     " shared memory, not " + mine + " shared memory"};
       continue;
     }
-    out.push_back({g.name, g.key, g.offset, g.byte_size});
+    found = add(*e.region);
   }
-  if (!name.empty() && out.empty())
-    return {errc::not_found, "Unable to find system shared memory region: '" + std::string(name) + "'"};
+  if (!name.empty() && found == 0)
+    return {errc::not_found, std::string("Unable to find ") + (kind == region_kind::system ? "system" : "cuda") +
+                                 " shared memory region: '" + std::string(name) + "'"};
   return {};
 }
 
-status shm_registry::cuda_status(std::string_view name, std::vector<v2::cuda_shm_status>& out) const {
-  std::lock_guard lock(mu_);
+status shm_registry::system_status(std::string_view name,
+                                   std::vector<v2::system_shm_status>& out) const {
   out.clear();
-  for (const auto& [n, e] : regions_) {
-    if (!name.empty() && n != name) continue;
-    const auto& g = *e.region;
-    if (g.kind != region_kind::cuda) {
-      if (!name.empty())
-        return {errc::not_found, "The region named '" + n +
-                                     "' is registered as system shared memory, not CUDA shared memory"};
-      continue;
-    }
+  return status_of(name, region_kind::system, [&out](const shm_region& g) {
+    out.push_back({g.name, g.key, g.offset, g.byte_size});
+    return out.size();
+  });
+}
+
+status shm_registry::cuda_status(std::string_view name, std::vector<v2::cuda_shm_status>& out) const {
+  out.clear();
+  return status_of(name, region_kind::cuda, [&out](const shm_region& g) {
     out.push_back({g.name, g.device_id, g.byte_size});
-  }
-  if (!name.empty() && out.empty())
-    return {errc::not_found, "Unable to find cuda shared memory region: '" + std::string(name) + "'"};
-  return {};
+    return out.size();
+  });
 }
 
 status shm_registry::unregister(region_kind kind, std::string_view name) {

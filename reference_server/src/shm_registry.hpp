@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,8 @@ class shm_registry {
 
   /// UNSUPPORTED with Triton's text unless client registration is allowed.
   status check_allowed() const;
+  /// A registration needs a region name (the same text for HTTP and gRPC).
+  static status require_name(region_kind kind, std::string_view name);
 
   status register_system(const v2::system_shm_register_request& request);
   status register_cuda(const v2::cuda_shm_register_request& request);
@@ -72,6 +75,8 @@ class shm_registry {
     bool awaiting_unregister = false;
   };
   void release(const std::string& name, const std::shared_ptr<shm_region>& region);
+  status status_of(std::string_view name, region_kind kind,
+                   const std::function<std::size_t(const shm_region&)>& add) const;
 
   bool allow_register_;
   mutable std::mutex mu_;

@@ -158,20 +158,8 @@ class raw_socket {
   /// One whole frame (header included) and the descriptor that came with it (-1 if none).
   /// Empty on EOF or after `ms` without a complete frame.
   std::string read_frame(int* fd_out = nullptr, int ms = 3000) {
-    for (;;) {
-      if (buffer_.size() >= 4) {
-        const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data());
-        const std::size_t n = (std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16) |
-                              (std::size_t{p[2]} << 8) | p[3];
-        if (buffer_.size() >= 4 + n) {
-          std::string frame = buffer_.substr(0, 4 + n);
-          buffer_.erase(0, 4 + n);
-          if (fd_out) *fd_out = pending_fd_;
-          else if (pending_fd_ >= 0) ::close(pending_fd_);
-          pending_fd_ = -1;
-          return frame;
-        }
-      }
+    std::string payload;
+    while (reader_.next(payload) != gms::frame_reader::result::frame) {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, ms) <= 0) return {};
       char buf[65536];
@@ -182,15 +170,19 @@ class raw_socket {
         else ::close(f);
       }
       if (n <= 0) return {};
-      buffer_.append(buf, static_cast<std::size_t>(n));
+      reader_.append(buf, static_cast<std::size_t>(n));
     }
+    if (fd_out) *fd_out = pending_fd_;
+    else if (pending_fd_ >= 0) ::close(pending_fd_);
+    pending_fd_ = -1;
+    return gms::frame_header(payload.size()) + payload;
   }
   int native() const { return fd_; }
 
  private:
   int fd_ = -1;
   int pending_fd_ = -1;
-  std::string buffer_;
+  gms::frame_reader reader_{std::size_t{1} << 30};
 };
 
 inline std::string hex(const std::string& bytes) {

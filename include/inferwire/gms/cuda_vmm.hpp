@@ -131,12 +131,19 @@ inline CUmemAllocationProp vmm_prop(int device) {
   return p;
 }
 
-/// cuInit, the device, its VMM support and its minimum granularity.
-inline std::size_t vmm_open_device(int device) {
+/// cuInit and the driver's handle of CUDA ordinal `device`.
+inline CUdevice vmm_device(int device) {
   const auto& d = vmm_ready();
   vmm_check(d.init(0), "cuInit");
   CUdevice dev = 0;
   vmm_check(d.device_get(&dev, device), "cuDeviceGet");
+  return dev;
+}
+
+/// The device's VMM support and its minimum granularity.
+inline std::size_t vmm_open_device(int device) {
+  const auto& d = vmm_ready();
+  const CUdevice dev = vmm_device(device);
   int vmm_supported = 0;
   vmm_check(d.device_attribute(&vmm_supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev),
             "cuDeviceGetAttribute");
@@ -153,10 +160,8 @@ inline std::size_t vmm_open_device(int device) {
 
 /// "GPU-<uuid>" of CUDA device ordinal `device` (honours CUDA_VISIBLE_DEVICES).
 inline std::string gpu_uuid(int device) {
-  const auto& d = detail::vmm_ready();
-  detail::vmm_check(d.init(0), "cuInit");
-  CUdevice dev = 0;
-  detail::vmm_check(d.device_get(&dev, device), "cuDeviceGet");
+  const CUdevice dev = detail::vmm_device(device);
+  const auto& d = detail::vmm();
   CUuuid u{};
   detail::vmm_check(d.device_uuid(&u, dev), "cuDeviceGetUuid");
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
@@ -233,9 +238,7 @@ class cuda_vmm_mapper {
     CUcontext ctx = nullptr;
     detail::vmm_check(d.ctx_get_current(&ctx), "cuCtxGetCurrent");
     if (!ctx) {
-      CUdevice dev = 0;
-      detail::vmm_check(d.device_get(&dev, device), "cuDeviceGet");
-      detail::vmm_check(d.primary_ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+      detail::vmm_check(d.primary_ctx_retain(&ctx, detail::vmm_device(device)), "cuDevicePrimaryCtxRetain");
       detail::vmm_check(d.ctx_set_current(ctx), "cuCtxSetCurrent");
     }
   }

@@ -212,10 +212,7 @@ class memory_manager {
   /// publishes the layout. The session ends; connect(ro) + remap_all_vas() maps it back.
   void commit() {
     require_rw();
-    mapper_.synchronize();
-    for (auto& [va, m] : mappings_) unmap_va(va);
-    unmapped_ = true;
-    va_preserved_ = !mappings_.empty();
+    unmap_all_vas();
     session_->commit();
     session_.reset();
   }
@@ -240,10 +237,7 @@ class memory_manager {
     auto allocations = s.list_allocations();
     std::map<std::int64_t, const get_allocation_response*> by_slot;
     for (const auto& a : allocations) by_slot[a.layout_slot] = &a;
-    std::vector<local_mapping*> order;
-    for (auto& [va, m] : mappings_)
-      if (!m.mapped) order.push_back(&m);
-    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
+    const std::vector<local_mapping*> order = unmapped_by_slot();
     // Check everything before mapping anything.
     for (auto* m : order) {
       auto it = by_slot.find(m->layout_slot);
@@ -277,11 +271,7 @@ class memory_manager {
   void reallocate_all_handles() {
     require_rw();
     if (!va_preserved_) throw error("reallocate_all_handles: no preserved mappings");
-    std::vector<local_mapping*> order;
-    for (auto& [va, m] : mappings_)
-      if (!m.mapped) order.push_back(&m);
-    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
-    for (auto* m : order) {
+    for (auto* m : unmapped_by_slot()) {
       auto h = allocate_handle(m->aligned_size, m->tag);
       by_id_.erase(m->allocation_id);
       m->allocation_id = h.allocation_id;
@@ -342,6 +332,14 @@ class memory_manager {
     const auto g = static_cast<std::int64_t>(mapper_.granularity());
     if (size <= 0) return g;
     return (size + g - 1) / g * g;
+  }
+  /// The unmapped (preserved) mappings in layout-slot order.
+  std::vector<local_mapping*> unmapped_by_slot() {
+    std::vector<local_mapping*> order;
+    for (auto& [va, m] : mappings_)
+      if (!m.mapped) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
+    return order;
   }
   local_mapping& mapping_at(std::uintptr_t va) {
     auto it = mappings_.find(va);

@@ -400,10 +400,8 @@ void server<Backend>::process_waiters() {
     progress = false;
     for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
       auto c = *it;
-      // A waiting writer does not block itself: take it out of the count while asking.
-      if (c->counted_writer) fsm_.end_rw_wait();
-      grant g = fsm_.retry(c->requested);
-      if (c->counted_writer) fsm_.begin_rw_wait();
+      // (A waiting writer's own grant depends on can_rw only, not on the waiting count.)
+      const grant g = fsm_.retry(c->requested);
       if (g == grant::wait) continue;
       waiters_.erase(it);
       finish_wait(c, g);
