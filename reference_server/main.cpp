@@ -97,9 +97,21 @@ int main(int argc, char** argv) {
   // Keep every I/O context running until shutdown, even while it has no connection.
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   for (auto& io : s.ios) work.push_back(boost::asio::make_work_guard(*io));
+  // The last line of defence: an exception that escapes a handler costs that handler's
+  // connection, never an I/O thread or the process.
+  auto serve = [&s](boost::asio::io_context& io) {
+    for (;;) {
+      try {
+        io.run();
+        return;
+      } catch (const std::exception& e) {
+        s.log.log_error(std::string("I/O handler failed: ") + e.what());
+      }
+    }
+  };
   std::vector<std::thread> pool;
-  for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&s, i] { s.ios[i]->run(); });
-  s.ios.front()->run();
+  for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&serve, &s, i] { serve(*s.ios[i]); });
+  serve(*s.ios.front());
   for (auto& t : pool) t.join();
 #if INFERWIRE_SERVER_GRPC
   if (grpc) stop_grpc(*grpc);  // running calls get a few seconds, then are cancelled

@@ -82,37 +82,93 @@ inline std::size_t transfer_all_unbounded(const boost::system::error_code& ec, s
   return ec ? 0 : std::numeric_limits<std::size_t>::max();
 }
 
-/// A request body read outside the parser (large bodies): anonymous memory mapped with its
-/// pages populated up front, which is far cheaper than faulting them in one at a time while
-/// recv copies into them.
+/// The body of requests read by the parser (small bodies, chunked bodies): a string that grows
+/// as bytes arrive. Beast's string_body reserves the whole announced Content-Length up front,
+/// which would let a client that sends nothing make the server allocate a gigabyte.
+struct growing_body {
+  using value_type = std::string;
+  static std::uint64_t size(const value_type& v) noexcept { return v.size(); }
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      constexpr std::uint64_t first = 64 * 1024;
+      if (length) body_.reserve(static_cast<std::size_t>(std::min(*length, first)));
+      ec = {};
+    }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      const std::size_t n = net::buffer_size(buffers);
+      const std::size_t have = body_.size();
+      body_.resize(have + n);  // geometric growth
+      ec = {};
+      return net::buffer_copy(net::buffer(body_.data() + have, n), buffers);
+    }
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+using request_t = bhttp::request<growing_body>;
+
+/// A request body read outside the parser (large bodies). Memory follows the bytes received,
+/// never the length announced: the buffer starts small and doubles as bytes arrive (an
+/// anonymous mapping grown with mremap, so growing never copies), each new part is populated
+/// in one call (far cheaper than faulting pages in while recv copies into them), and every
+/// byte of capacity is charged to the server's in-flight budget until the request is done.
 class body_buffer {
  public:
-  explicit body_buffer(std::size_t n) : size_(n) {
-    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = static_cast<char*>(p);
-    // Huge pages where the kernel allows them, then populate in one call (no per-page faults).
-    ::madvise(p, n, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-    if (::madvise(p, n, MADV_POPULATE_WRITE) == 0) return;
-#endif
-    for (std::size_t i = 0; i < n; i += 4096) data_[i] = 0;
+  static constexpr std::size_t first_capacity = std::size_t{1} << 20;
+
+  body_buffer(std::size_t length, byte_budget& budget) : length_(length), charge_(budget) {}
+  ~body_buffer() {
+    if (data_) ::munmap(data_, capacity_);
   }
-  ~body_buffer() { ::munmap(data_, size_); }
   body_buffer(const body_buffer&) = delete;
   body_buffer& operator=(const body_buffer&) = delete;
-  char* data() noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  std::string_view view() const noexcept { return {data_, size_}; }
+
+  /// Makes room for more bytes (at least one): false when the budget or the system refuses.
+  bool grow() {
+    const std::size_t want =
+        std::min(length_, std::max(first_capacity, capacity_ > length_ / 2 ? length_ : 2 * capacity_));
+    if (want <= capacity_ || !charge_.add(want - capacity_)) return false;
+    void* p = data_ ? ::mremap(data_, capacity_, want, MREMAP_MAYMOVE)
+                    : ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      charge_.sub(want - capacity_);
+      return false;
+    }
+    char* fresh = static_cast<char*>(p) + capacity_;
+    const std::size_t n = want - capacity_;
+    ::madvise(fresh, n, MADV_HUGEPAGE);  // where the kernel allows them
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(fresh, n, MADV_POPULATE_WRITE) != 0)
+#endif
+      for (std::size_t i = 0; i < n; i += 4096) fresh[i] = 0;
+    data_ = static_cast<char*>(p);
+    capacity_ = want;
+    return true;
+  }
+  /// Where the next bytes go, and how many fit without growing.
+  net::mutable_buffer free_space() noexcept { return {data_ + filled_, capacity_ - filled_}; }
+  void commit(std::size_t n) noexcept { filled_ += n; }
+  bool complete() const noexcept { return filled_ == length_; }
+  bool full() const noexcept { return filled_ == capacity_; }
+  std::string_view view() const noexcept { return {data_, filled_}; }
 
  private:
   char* data_ = nullptr;
-  std::size_t size_;
+  std::size_t capacity_ = 0;
+  std::size_t filled_ = 0;
+  std::size_t length_;
+  byte_budget::charge charge_;
 };
 
 /// An infer request in flight: the request owns the bytes every view points into.
 struct infer_job {
-  bhttp::request<bhttp::string_body> req;
+  request_t req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
   std::shared_ptr<model_version> model;
@@ -140,6 +196,9 @@ class session : public std::enable_shared_from_this<session> {
     chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
       if (size > 0 && ++chunks_ > max_chunks) {
         chunk_overflow_ = true;
+        ec = bhttp::error::body_limit;
+      } else if (size > 0 && !body_charge_.add(size)) {
+        budget_refused_ = true;
         ec = bhttp::error::body_limit;
       }
     };
@@ -176,11 +235,12 @@ class session : public std::enable_shared_from_this<session> {
     parser_.emplace();
     parser_->header_limit(header_limit);
     // The body limit is generous: the protocol's own limits (JSON header, JSON tensors, raw
-    // input, decompressed size) are checked with their exact messages after the read.
-    parser_->body_limit(std::max<std::uint64_t>(std::uint64_t{1} << 30,
-                                                4 * s_.opts.http_max_input_size));
+    // input, decompressed size) are checked with their exact messages after the read. What a
+    // body costs is charged to the server's budget as its bytes arrive.
+    parser_->body_limit(s_.max_body_size());
     chunks_ = 0;
     chunk_overflow_ = false;
+    budget_refused_ = false;
     parser_->on_chunk_header(chunk_cb_);
     bhttp::async_read_header(socket_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -208,10 +268,12 @@ class session : public std::enable_shared_from_this<session> {
   void read_body() {
     if (parser_->is_done()) return on_read({});
     auto length = parser_->content_length();
-    if (!parser_->chunked() && length && *length >= direct_body_threshold && !metrics_ &&
-        inferwire::http::match_route(parser_->get().target()).kind == endpoint::model_infer &&
-        *length <= parser_->get().body().max_size())
+    if (length && *length > s_.max_body_size()) return on_read_error(bhttp::error::body_limit);
+    if (!parser_->chunked() && length && *length >= direct_body_threshold && !metrics_)
       return read_body_directly(*length);
+    // Small bodies: what a body may hold is charged up front (at most the threshold); chunked
+    // bodies are charged chunk by chunk in chunk_cb_.
+    if (length && !body_charge_.add(*length)) return refuse_budget();
     bhttp::async_read(socket_, buffer_, *parser_,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         self->touch();
@@ -219,29 +281,66 @@ class session : public std::enable_shared_from_this<session> {
                       });
   }
 
-  // Large bodies: the bytes already buffered, then one read of the rest straight into an
-  // uninitialised buffer (large recv calls, no parser copies, no zero-fill).
+  // Large bodies: the bytes already buffered, then reads straight into a buffer that grows as
+  // bytes arrive (large recv calls, no parser copies, no zero-fill).
   void read_body_directly(std::uint64_t length) {
-    if (length > std::max<std::uint64_t>(std::uint64_t{1} << 30, 4 * s_.opts.http_max_input_size))
-      return on_read_error(bhttp::error::body_limit);
     direct_ = parser_->release();
-    direct_body_ = std::make_shared<body_buffer>(static_cast<std::size_t>(length));
-    char* data = direct_body_->data();
-    const std::size_t have = std::min<std::size_t>(buffer_.size(), direct_body_->size());
-    net::buffer_copy(net::buffer(data, have), buffer_.data());
-    buffer_.consume(have);
-    net::async_read(socket_, net::buffer(data + have, direct_body_->size() - have),
-                    transfer_all_unbounded, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      self->touch();
-                      if (ec) return self->close();
-                      self->keep_alive_ = self->direct_.keep_alive();
-                      ++self->s_.in_flight;
-                      self->counted_ = true;
-                      self->handle(std::move(self->direct_), std::move(self->direct_body_));
-                    });
+    direct_body_ = std::make_shared<body_buffer>(static_cast<std::size_t>(length), s_.body_budget);
+    while (buffer_.size() > 0 && !direct_body_->complete()) {
+      if (direct_body_->full() && !direct_body_->grow()) return refuse_budget();
+      const std::size_t n = net::buffer_copy(direct_body_->free_space(), buffer_.data());
+      buffer_.consume(n);
+      direct_body_->commit(n);
+    }
+    read_more_directly();
+  }
+
+  void read_more_directly() {
+    body_buffer& b = *direct_body_;
+    if (b.complete()) {
+      keep_alive_ = direct_.keep_alive();
+      ++s_.in_flight;
+      counted_ = true;
+      return dispatch(std::move(direct_), std::move(direct_body_));
+    }
+    if (b.full() && !b.grow()) return refuse_budget();
+    socket_.async_read_some(b.free_space(), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->touch();
+      if (ec) return self->close();
+      self->direct_body_->commit(n);
+      self->read_more_directly();
+    });
+  }
+
+  // The in-flight budget is exhausted (or the system has no memory for the body): the client
+  // is told so and the connection closed, since the rest of its body is not read.
+  void refuse_budget() {
+    direct_body_.reset();
+    body_charge_.reset();
+    auto r = error_reply(413, "Request body too large: the server's in-flight request memory (" +
+                                  std::to_string(s_.body_budget.limit()) +
+                                  " bytes, --http-max-inflight-bytes) is exhausted; retry later");
+    r.close = true;
+    write(std::move(r));
+  }
+
+  // Every exception out of a request's handling (an allocation failure, above all) becomes an
+  // error reply for that request; the connection and the server go on.
+  template <class... Args>
+  void dispatch(request_t&& req, Args&&... args) {
+    try {
+      handle(std::move(req), std::forward<Args>(args)...);
+    } catch (const std::bad_alloc&) {
+      executing_ = false;
+      write(error_reply(500, "failed to allocate memory for the request"));
+    } catch (const std::exception& e) {
+      executing_ = false;
+      write(error_reply(500, quote_input(e.what())));
+    }
   }
 
   void on_read_error(beast::error_code ec) {
+    if (budget_refused_) return refuse_budget();
     if (chunk_overflow_) {
       auto r = error_reply(400,
                            "Chunked request body exceeds maximum of 65536 non-empty chunks. Send "
@@ -274,7 +373,7 @@ class session : public std::enable_shared_from_this<session> {
     counted_ = true;
     auto req = parser_->release();
     if (metrics_) return write(handle_metrics(req));
-    handle(std::move(req));
+    dispatch(std::move(req));
   }
 
   void write(reply r) {
@@ -302,6 +401,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void finish(bool keep) {
     reply_ = {};
+    body_charge_.reset();
     if (counted_) {
       --s_.in_flight;
       counted_ = false;
@@ -323,7 +423,7 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- metrics port --------------------------------------------------------------------------
 
-  reply handle_metrics(const bhttp::request<bhttp::string_body>& req) {
+  reply handle_metrics(const request_t& req) {
     std::string_view path = inferwire::http::target_path(req.target());
     if (req.method() != bhttp::verb::get) return error_reply(405, "Method Not Allowed");
     reply r;
@@ -336,8 +436,13 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- v2 endpoints --------------------------------------------------------------------------
 
-  void handle(bhttp::request<bhttp::string_body>&& req, std::shared_ptr<body_buffer> big = {}) {
+  void handle(request_t&& req, std::shared_ptr<body_buffer> big = {}) {
     const auto route = inferwire::http::match_route(req.target());
+    if (big && route.kind != endpoint::model_infer) {
+      // Only infer reads its body in place; the other endpoints take it as a string.
+      req.body().assign(big->view());
+      big.reset();
+    }
     if (s_.log.verbose >= 1)
       s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
                                 std::string(req.target()));
@@ -490,7 +595,7 @@ class session : public std::enable_shared_from_this<session> {
     return empty_reply(200);
   }
 
-  reply trace(const inferwire::http::route& r, const bhttp::request<bhttp::string_body>& req) {
+  reply trace(const inferwire::http::route& r, const request_t& req) {
     std::string model;
     if (r.kind == endpoint::model_trace) {
       if (!r.version.empty()) return error_reply(404, "Not Found");
@@ -508,7 +613,7 @@ class session : public std::enable_shared_from_this<session> {
     return json_reply(boost::json::serialize(boost::json::value_from(result)));
   }
 
-  reply logging(const bhttp::request<bhttp::string_body>& req) {
+  reply logging(const request_t& req) {
     if (req.method() == bhttp::verb::post) {
       v2::log_settings u;
       if (auto st = parse_body_as(req.body(), u)) return error_reply(st);
@@ -520,7 +625,7 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- model repository ----------------------------------------------------------------------
 
-  void repository_index(const bhttp::request<bhttp::string_body>& req) {
+  void repository_index(const request_t& req) {
     if (s_.exiting) return write(error_reply(503, "Server not ready"));
     v2::repository_index_request q;
     if (!req.body().empty())
@@ -533,17 +638,18 @@ class session : public std::enable_shared_from_this<session> {
 
   // Load and unload run on the execution pool: they are synchronous for the client (the reply
   // comes when they finished) but never hold an I/O thread.
-  void repository_control(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req) {
+  void repository_control(const inferwire::http::route& r, request_t&& req) {
     if (!r.repository.empty())
       return write(error_reply(501, "'repository_name' specification is not supported"));
     if (s_.exiting) return write(error_reply(503, "Server not ready"));
     const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
     if (auto st = v2::check_json_size(req.body().size(), limits)) return write(error_reply(st));
-    auto shared = std::make_shared<bhttp::request<bhttp::string_body>>(std::move(req));
+    auto shared = std::make_shared<request_t>(std::move(req));
     const bool load = r.kind == endpoint::repository_load;
     executing_ = true;
     net::post(s_.execution, [self = shared_from_this(), shared, load, model = std::string(r.model)] {
       status st;
+      try {
       if (load) {
         v2::repository_load_request q;
         if (!shared->body().empty()) st = self->parse_body_as(shared->body(), q);
@@ -563,6 +669,10 @@ class session : public std::enable_shared_from_this<session> {
         }
         if (!st) st = self->s_.repository.unload(model, q.unload_dependents);
       }
+      } catch (const std::exception& e) {
+        st = {errc::internal, "failed to " + std::string(load ? "load" : "unload") + " '" +
+                                  quote_input(model) + "': " + quote_input(e.what())};
+      }
       reply rep = st ? error_reply(st) : empty_reply(200);
       net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
         self->executing_ = false;
@@ -573,7 +683,7 @@ class session : public std::enable_shared_from_this<session> {
 
   // --- infer ---------------------------------------------------------------------------------
 
-  void infer(const inferwire::http::route& r, bhttp::request<bhttp::string_body>&& req,
+  void infer(const inferwire::http::route& r, request_t&& req,
              std::shared_ptr<body_buffer> big) {
     auto job = std::make_shared<infer_job>();
     job->times.received = clock::now();
@@ -648,7 +758,7 @@ class session : public std::enable_shared_from_this<session> {
     auto& pool = s_.execution;
     auto launch = [&pool](instance_gate::job j) { net::post(pool, std::move(j)); };
     auto work = [self = shared_from_this(), job, accept = std::move(accept), launch]() mutable {
-      reply rep = self->run(*job, accept);
+      reply rep = self->run_guarded(*job, accept);
       rep.owner = job;
       job->model->instances.release(launch);
       net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
@@ -662,7 +772,18 @@ class session : public std::enable_shared_from_this<session> {
     }
   }
 
-  // Runs on the execution pool.
+  // run() on the execution pool, where nothing may escape: a failure is this request's reply.
+  reply run_guarded(infer_job& job, const std::string& accept) noexcept {
+    try {
+      return run(job, accept);
+    } catch (const std::bad_alloc&) {
+      return error_reply(500, "failed to allocate memory for the request");
+    } catch (const std::exception& e) {
+      return error_reply(500, quote_input(e.what()));
+    }
+  }
+
+  // Runs on the execution pool (or inline on the I/O thread, inside dispatch()).
   reply run(infer_job& job, const std::string& accept) {
     if (auto st = execute_request(*job.model, job.request, job.batch_size, job.times, job.response,
                                   &job.places))
@@ -695,15 +816,17 @@ class session : public std::enable_shared_from_this<session> {
   clock::time_point last_progress_;
   bool executing_ = false;
   beast::flat_buffer buffer_;
-  bhttp::request<bhttp::string_body> direct_;
+  request_t direct_;
   std::shared_ptr<body_buffer> direct_body_;
   std::string head_;
   server_state& s_;
   bool metrics_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::request_parser<growing_body>> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
   std::size_t chunks_ = 0;
   bool chunk_overflow_ = false;
+  bool budget_refused_ = false;
+  byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool counted_ = false;
   std::shared_ptr<std::string> continue_;
@@ -715,7 +838,8 @@ class session : public std::enable_shared_from_this<session> {
 
 class listener : public std::enable_shared_from_this<listener> {
  public:
-  listener(server_state& s, bool metrics) : s_(s), acceptor_(*s.ios.front()), metrics_(metrics) {}
+  listener(server_state& s, bool metrics)
+      : s_(s), acceptor_(*s.ios.front()), backoff_(*s.ios.front()), metrics_(metrics) {}
 
   status open(const std::string& address, int port, int& bound) {
     beast::error_code ec;
@@ -742,21 +866,35 @@ class listener : public std::enable_shared_from_this<listener> {
                                sock.set_option(tcp::no_delay(true), ec);
                                std::make_shared<session>(std::move(sock), self->s_, self->metrics_)
                                    ->start();
+                             } else if (ec.category() == boost::system::system_category() &&
+                                        is_resource_exhaustion(ec.value())) {
+                               // Out of descriptors or memory: the pending connection stays in
+                               // the backlog; try again shortly instead of spinning on it.
+                               return self->accept_later();
                              }
                              self->accept();
                            });
+  }
+
+  void accept_later() {
+    backoff_.expires_after(std::chrono::milliseconds(100));
+    backoff_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && self->acceptor_.is_open()) self->accept();
+    });
   }
 
   void stop() {
     net::post(acceptor_.get_executor(), [self = shared_from_this()] {
       beast::error_code ec;
       self->acceptor_.close(ec);
+      self->backoff_.cancel();
     });
   }
 
  private:
   server_state& s_;
   tcp::acceptor acceptor_;
+  net::steady_timer backoff_;
   bool metrics_;
 };
 

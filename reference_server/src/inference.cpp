@@ -157,11 +157,13 @@ status validate_request(const model_config& c, const v2::infer_request& r,
 status resolve_shared_memory(shm_registry& registry, v2::infer_request& r, tensor_places& places) {
   places.inputs.clear();
   places.outputs.clear();
+  places.faults.clear();
   for (std::size_t i = 0; i < r.inputs.size(); ++i) {
     auto& in = r.inputs[i];
     if (in.encoding != v2::tensor_encoding::shared_memory || !in.shm) continue;
     placement p;
     if (auto st = registry.resolve(*in.shm, p, places.leases)) return st;
+    if (p.fault) places.faults.push_back(p.fault);
     if (!p.on_device()) {
       in.data = v2::tensor_data::view({p.data, p.size});
       continue;
@@ -182,6 +184,7 @@ status resolve_shared_memory(shm_registry& registry, v2::infer_request& r, tenso
     if (!o.shm) continue;
     placement p;
     if (auto st = registry.resolve(*o.shm, p, places.leases)) return st;
+    if (p.fault) places.faults.push_back(p.fault);
     places.outputs.emplace_back(o.name, p);
   }
   return {};
@@ -518,6 +521,9 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   } else if (auto st = build(e.outputs, response)) {
     return fail(st, false);
   }
+  // A region its owner shrank while we read or wrote it: the data is not what was sent.
+  if (places)
+    if (auto st = places->check_faults()) return fail(st, false);
   const auto done = clock::now();
   d.output_ns = ns_between(executed, done);
   d.request_ns = ns_between(times.received, done);

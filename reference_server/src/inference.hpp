@@ -29,6 +29,13 @@ struct tensor_places {
   std::vector<placement> inputs;  ///< parallel to request.inputs; data == nullptr: not device memory
   std::vector<std::pair<std::string, placement>> outputs;  ///< outputs requested in regions
   std::vector<shm_lease> leases;
+  std::vector<const fault_flag*> faults;  ///< host regions used, checked after execution
+  /// The first region that faulted while the request used it (fault_guard.hpp).
+  status check_faults() const {
+    for (const auto* f : faults)
+      if (auto st = f->check()) return st;
+    return {};
+  }
 };
 
 /// Resolves every shared-memory input and output of `request` against `registry` (v2-protocol

@@ -8,9 +8,15 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/io/tokenizer.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace inferwire::server {
 
@@ -52,13 +58,47 @@ data_type to_data_type(inference::DataType t) {
   return static_cast<data_type>(v);
 }
 
-std::string read_file(const fs::path& p, bool& ok) {
-  std::ifstream in(p, std::ios::binary);
-  ok = static_cast<bool>(in);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+}  // namespace
+
+bool read_model_file(const fs::path& model_dir, std::string_view relative, std::string& out) {
+  out.clear();
+  const fs::path rel(relative);
+  if (relative.empty() || rel.is_absolute() || relative.find('\0') != std::string_view::npos)
+    return false;
+  for (const auto& part : rel)
+    if (part == "..") return false;
+  // Symbolic links may point anywhere: the file's real location must be inside the real
+  // model folder.
+  std::error_code ec;
+  const fs::path root = fs::canonical(model_dir, ec);
+  if (ec) return false;
+  const fs::path real = fs::canonical(root / rel, ec);
+  if (ec) return false;
+  auto [r, f] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  if (r != root.end() || f == real.end()) return false;
+  // O_NONBLOCK: a FIFO must not block the loader; only regular files are read.
+  const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            static_cast<std::uint64_t>(st.st_size) <= max_model_file_size;
+  if (ok) {
+    out.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    out.resize(done);  // a file that shrank while read yields what was there
+  }
+  ::close(fd);
+  if (!ok) out.clear();
+  return ok;
 }
+
+namespace {
 
 // Protobuf prints 64-bit integers as strings; Triton turns the ones below back into numbers.
 void numberize(json::value& v) {
@@ -106,7 +146,9 @@ std::string config_to_json(const inference::ModelConfig& config) {
   std::string text;
   if (!google::protobuf::util::MessageToJsonString(config, &text, options).ok()) return {};
   if (text == "{}") return {};
-  json::value root = json::parse(text);
+  boost::system::error_code ec;
+  json::value root = json::parse(text, ec);
+  if (ec) throw std::invalid_argument("the model configuration cannot be printed as JSON (" + ec.message() + ")");
   numberize_tensors(root, "input");
   numberize_tensors(root, "output");
   numberize_at(root, {"version_policy", "specific", "versions"});
@@ -300,11 +342,13 @@ status finalize_config(inference::ModelConfig proto, std::string_view name,
     if (out.output(t.name))
       return {errc::invalid_arg, "output '" + t.name + "' appears more than once in model '" + model + "'"};
     if (!o.label_filename().empty()) {
-      fs::path lp = model_dir / o.label_filename();
-      bool ok = false;
-      std::string text = read_file(lp, ok);
-      if (!ok)
-        return {errc::invalid_arg, "unable to read label file '" + lp.string() + "' of model '" + model + "'"};
+      // One text for every refusal: it never tells what exists outside the model folder.
+      std::string text;
+      if (!read_model_file(model_dir, o.label_filename(), text))
+        return {errc::invalid_arg,
+                "unable to read label file '" + quote_input(o.label_filename()) + "' of model '" +
+                    model + "': label files are regular files of at most " +
+                    std::to_string(max_model_file_size) + " bytes inside the model's folder"};
       std::istringstream lines(text);
       for (std::string line; std::getline(lines, line);) t.labels.push_back(line);
     }
@@ -314,15 +358,19 @@ status finalize_config(inference::ModelConfig proto, std::string_view name,
     out.sequence.emplace();
     if (auto st = compile_controls(out, proto.sequence_batching(), *out.sequence)) return st;
   }
-  out.json = config_to_json(proto);
+  try {
+    out.json = config_to_json(proto);
+  } catch (const std::exception& e) {
+    // Text format lets bytes through that are not UTF-8 (an overlong sequence, say).
+    return {errc::invalid_arg, "model '" + model + "': " + e.what()};
+  }
   out.proto = std::move(proto);
   return {};
 }
 
 status load_model_config(const fs::path& model_dir, std::string_view name, model_config& out) {
-  bool ok = false;
-  std::string text = read_file(model_dir / "config.pbtxt", ok);
-  if (!ok)
+  std::string text;
+  if (!read_model_file(model_dir, "config.pbtxt", text))
     return {errc::invalid_arg, "failed to read model configuration '" +
                                    (model_dir / "config.pbtxt").string() + "'"};
   inference::ModelConfig proto;

@@ -68,6 +68,16 @@ struct model_config {
   std::size_t required_inputs() const noexcept;
 };
 
+/// The largest file a model may read from its folder (config.pbtxt, label files).
+inline constexpr std::uint64_t max_model_file_size = std::uint64_t{64} << 20;
+
+/// Reads `relative` from `model_dir` into `out`, only if it is a regular file of at most
+/// max_model_file_size bytes whose real path (links resolved) lies inside the real model
+/// folder; absolute paths and `..` are refused. False on any refusal or failure, without
+/// saying which: callers answer one text for all.
+bool read_model_file(const std::filesystem::path& model_dir, std::string_view relative,
+                     std::string& out);
+
 /// Parses config.pbtxt text. Errors are `failed to parse model configuration: <detail>`.
 status parse_config_text(std::string_view text, inference::ModelConfig& out);
 

@@ -42,6 +42,10 @@ int parse_options(int argc, char** argv, options& o) {
        "allow clients to register shared-memory regions")
       ("http-max-input-size", po::value(&o.http_max_input_size)->default_value(o.http_max_input_size),
        "largest JSON header, JSON tensor, raw input or decompressed body, in bytes")
+      ("http-max-inflight-bytes",
+       po::value(&o.http_max_inflight_bytes)->default_value(o.http_max_inflight_bytes),
+       "request body bytes all HTTP connections may hold at once; past it a request is refused "
+       "with 413 (0: max(2 GiB, twice the largest body))")
       ("http-thread-count", po::value(&o.http_thread_count)->default_value(o.http_thread_count),
        "HTTP I/O threads (0: one per core, at least 2)")
       ("execution-thread-count",

@@ -21,6 +21,9 @@ struct options {
   bool allow_metrics = true;
   bool allow_client_shm = false;
   std::uint64_t http_max_input_size = std::uint64_t{1} << 26;
+  /// Request body bytes all HTTP connections may hold at once (0: max(2 GiB, 2 x the largest
+  /// body, max(1 GiB, 4 x http_max_input_size))).
+  std::uint64_t http_max_inflight_bytes = 0;
   unsigned http_thread_count = 0;       ///< 0: one per core, at least 2
   unsigned execution_thread_count = 0;  ///< 0: max(4, 2 per core)
   bool strict_readiness = true;

@@ -282,9 +282,32 @@ void model_repository::drain(std::vector<std::shared_ptr<model_version>> old) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
+// Whatever goes wrong while loading one model (an exception from a parser, an allocation,
+// a backend) fails that model, with the reason in its index entry; never the server.
 status model_repository::load_locked(const std::string& name,
                                      const std::optional<std::string>& config_override,
                                      const fs::path& files_dir, bool as_dependency) {
+  std::string why;
+  try {
+    return load_locked_unguarded(name, config_override, files_dir, as_dependency);
+  } catch (const std::exception& e) {
+    why = quote_input(e.what());
+  } catch (...) {
+    why = "unknown error";
+  }
+  {
+    std::unique_lock lock(mu_);
+    auto& e = models_[name];
+    e.name = name;
+    if (e.versions.empty()) e.error = why;
+  }
+  log_(true, "failed to load '" + name + "': " + why);
+  return {errc::invalid_arg, "failed to load '" + name + "', " + why};
+}
+
+status model_repository::load_locked_unguarded(const std::string& name,
+                                               const std::optional<std::string>& config_override,
+                                               const fs::path& files_dir, bool as_dependency) {
   const std::string poll_failed = "failed to load '" + name + "', failed to poll from model repository";
   fs::path dir = files_dir;
   if (dir.empty()) {
@@ -643,7 +666,11 @@ void model_repository::start_polling(unsigned seconds) {
     std::unique_lock lock(poll_mu_);
     while (!poll_cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return stop_poll_; })) {
       lock.unlock();
-      poll();
+      try {
+        poll();
+      } catch (const std::exception& e) {  // a failed scan is retried at the next poll
+        log_(true, "model repository poll failed: " + quote_input(e.what()));
+      }
       lock.lock();
     }
   });

@@ -195,6 +195,9 @@ class model_repository {
   std::vector<std::string> scan_names() const;
   status load_locked(const std::string& name, const std::optional<std::string>& config_override,
                      const std::filesystem::path& files_dir, bool as_dependency);
+  status load_locked_unguarded(const std::string& name,
+                               const std::optional<std::string>& config_override,
+                               const std::filesystem::path& files_dir, bool as_dependency);
   status unload_locked(const std::string& name, bool unload_dependents);
   void drain(std::vector<std::shared_ptr<model_version>> old);
 

@@ -39,7 +39,10 @@ server_state::server_state(options o)
                                                 : control_mode::none,
           [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); }),
       shm(opts.allow_client_shm),
-      execution(default_threads(opts.execution_thread_count, 2, 4)) {
+      execution(default_threads(opts.execution_thread_count, 2, 4)),
+      body_budget(opts.http_max_inflight_bytes ? opts.http_max_inflight_bytes
+                                               : std::max<std::uint64_t>(std::uint64_t{2} << 30,
+                                                                         2 * max_body_size())) {
   for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
     ios.push_back(std::make_unique<boost::asio::io_context>(1));
   log.info = opts.log_info;
@@ -49,6 +52,10 @@ server_state::server_state(options o)
   log.format = opts.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
   v2::server_metadata md{opts.server_id, INFERWIRE_VERSION_STRING, server_extensions()};
   metadata_json = boost::json::serialize(boost::json::value_from(md));
+}
+
+std::uint64_t server_state::max_body_size() const noexcept {
+  return std::max<std::uint64_t>(std::uint64_t{1} << 30, 4 * opts.http_max_input_size);
 }
 
 bool server_state::ready() const {

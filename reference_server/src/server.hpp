@@ -22,6 +22,54 @@
 
 namespace inferwire::server {
 
+/// A budget of bytes shared by every connection (request bodies in flight): a charge that
+/// would pass the limit is refused, and the client that asked is answered 413, never the
+/// process. Lock-free; a charge gives its bytes back when it is destroyed.
+class byte_budget {
+ public:
+  explicit byte_budget(std::uint64_t limit) noexcept : limit_(limit) {}
+  bool try_add(std::uint64_t n) noexcept {
+    std::uint64_t cur = used_.load(std::memory_order_relaxed);
+    do {
+      if (n > limit_ - cur) return false;
+    } while (!used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+    return true;
+  }
+  void sub(std::uint64_t n) noexcept { used_.fetch_sub(n, std::memory_order_relaxed); }
+  std::uint64_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+  std::uint64_t limit() const noexcept { return limit_; }
+
+  /// The bytes one request holds.
+  class charge {
+   public:
+    explicit charge(byte_budget& b) noexcept : budget_(b) {}
+    ~charge() { reset(); }
+    charge(const charge&) = delete;
+    charge& operator=(const charge&) = delete;
+    bool add(std::uint64_t n) noexcept {
+      if (!budget_.try_add(n)) return false;
+      held_ += n;
+      return true;
+    }
+    void sub(std::uint64_t n) noexcept {
+      budget_.sub(n);
+      held_ -= n;
+    }
+    void reset() noexcept {
+      budget_.sub(held_);
+      held_ = 0;
+    }
+
+   private:
+    byte_budget& budget_;
+    std::uint64_t held_ = 0;
+  };
+
+ private:
+  const std::uint64_t limit_;
+  std::atomic<std::uint64_t> used_{0};
+};
+
 /// Trace settings of the trace extension: global values and per-model overrides.
 class trace_registry {
  public:
@@ -56,6 +104,10 @@ struct server_state {
   void stop_io() {
     for (auto& i : ios) i->stop();
   }
+  /// Request body bytes held by every connection together (--http-max-inflight-bytes).
+  byte_budget body_budget;
+  /// The largest body one request may have: max(1 GiB, 4 x --http-max-input-size).
+  std::uint64_t max_body_size() const noexcept;
   std::atomic<bool> exiting{false};
   std::atomic<std::int64_t> in_flight{0};
 

@@ -24,6 +24,9 @@ struct shm_region {
   std::uint64_t byte_size = 0;
   std::uint64_t device_id = 0;
   std::byte* base = nullptr;  // the host mapping, or the device pointer
+  int fd = -1;                // system regions: the object, to check its size at each use
+  fault_flag fault;           // system regions: set when an access faulted
+  std::unique_ptr<fault_watch> watch;
 #if INFERWIRE_SERVER_CUDA
   shm::cuda_ipc_mapping ipc;
 #endif
@@ -32,7 +35,23 @@ struct shm_region {
   shm_region(const shm_region&) = delete;
   shm_region& operator=(const shm_region&) = delete;
   ~shm_region() {
+    watch.reset();
     if (kind == region_kind::system && base) ::munmap(base, byte_size);
+    if (fd >= 0) ::close(fd);
+  }
+
+  // A system region is usable while its object still covers it and no access faulted. The
+  // size check makes the common case (a client that shrank its object before the request) an
+  // error reply without any fault; the guard covers a shrink during the request.
+  status usable() const {
+    if (kind != region_kind::system) return {};
+    if (auto st = fault.check()) return st;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < offset + byte_size)
+      return {errc::invalid_arg, "shared memory region '" + name +
+                                     "' is smaller than when it was registered; unregister it "
+                                     "and register it again"};
+    return {};
   }
 };
 
@@ -97,10 +116,11 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
                static_cast<off_t>(q.offset));
     err = errno;
   }
-  ::close(fd);
-  if (p == MAP_FAILED)
+  if (p == MAP_FAILED) {
+    ::close(fd);
     return {errc::invalid_arg, "failed to register shared memory region '" + r +
                                    "': unable to process address space" + std::strerror(err)};
+  }
   auto region = std::make_shared<shm_region>();
   region->name = r;
   region->kind = region_kind::system;
@@ -108,6 +128,13 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
   region->offset = q.offset;
   region->byte_size = q.byte_size;
   region->base = static_cast<std::byte*>(p);
+  region->fd = fd;
+  region->fault.region = r;
+  region->watch = std::make_unique<fault_watch>(p, q.byte_size, region->fault);
+  if (!region->watch->active())
+    return {errc::unavailable, "failed to register shared memory region '" + r + "': at most " +
+                                   std::to_string(fault_watch::capacity) +
+                                   " system shared memory regions can be registered"};
   regions_.emplace(r, entry{std::move(region)});
   return {};
 }
@@ -223,9 +250,11 @@ status shm_registry::resolve(const v2::shm_ref& ref, placement& out, std::vector
   if (ref.offset + ref.byte_size > g.byte_size)
     return {errc::invalid_arg,
             "Invalid offset + byte size for shared memory region: '" + ref.region + "'"};
+  if (auto st = g.usable()) return st;
   out.data = g.base + ref.offset;
   out.size = static_cast<std::size_t>(ref.byte_size);
   out.device = g.kind == region_kind::cuda ? static_cast<int>(g.device_id) : -1;
+  out.fault = g.kind == region_kind::system ? &g.fault : nullptr;
   ++e.users;
   // The lease's deleter gives the use back; it finds the registry through self_ (null once the
   // registry is gone) and keeps the region itself alive in any case.

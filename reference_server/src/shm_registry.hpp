@@ -3,6 +3,8 @@
 // use a region), and resolution of a tensor's region/offset/byte_size into memory.
 #pragma once
 
+#include "fault_guard.hpp"
+
 #include <inferwire/core/error.hpp>
 #include <inferwire/v2/types.hpp>
 
@@ -25,6 +27,8 @@ struct placement {
   std::byte* data = nullptr;
   std::size_t size = 0;
   int device = -1;
+  /// Host regions a client may shrink under us: set when an access faulted (fault_guard.hpp).
+  const fault_flag* fault = nullptr;
   bool on_device() const noexcept { return device >= 0; }
 };
 

@@ -8,6 +8,8 @@
 #ifndef INFERWIRE_CORE_ERROR_HPP
 #define INFERWIRE_CORE_ERROR_HPP
 
+#include <cerrno>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -182,6 +184,26 @@ class error : public std::system_error {
 };
 
 /// Throws `error` when `s` is a failure.
+/// Whether a system error (an errno value) means the process or the system ran out of a
+/// resource: descriptors, memory, buffers. An accept loop that sees one pauses before trying
+/// again instead of spinning on the connection still waiting in the backlog.
+constexpr bool is_resource_exhaustion(int errno_value) noexcept {
+  return errno_value == EMFILE || errno_value == ENFILE || errno_value == ENOBUFS ||
+         errno_value == ENOMEM;
+}
+
+/// Client input quoted in an error text is cut to `max` bytes (then "..." is appended), so a
+/// reply never echoes an unbounded request back. The cut never splits a UTF-8 sequence.
+inline constexpr std::size_t max_quoted_input = 256;
+inline std::string quote_input(std::string_view s, std::size_t max = max_quoted_input) {
+  if (s.size() <= max) return std::string(s);
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  std::string out(s.substr(0, n));
+  out += "...";
+  return out;
+}
+
 inline void throw_if(const status& s) {
   if (!s.is_ok()) throw error(s);
 }
