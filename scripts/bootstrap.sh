@@ -18,6 +18,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libssl-dev zlib1g-dev catch2 nginx-light
+  clang libclang-rt-14-dev
   python3 python3-grpcio python3-protobuf python3-msgpack
 )
 

@@ -8,7 +8,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/program_options.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -16,6 +18,9 @@
 #include <iostream>
 #include <optional>
 #include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gms = inferwire::gms;
 namespace po = boost::program_options;
@@ -49,12 +54,34 @@ void log_line(const char* level, const std::string& text) {
   std::cerr << stamp << millis << " - inferwire.gms - " << level << " - " << text << '\n';
 }
 
-// The directory for default socket paths: $GMS_SOCKET_DIR, else the temp dir (TMPDIR...).
+// A directory only this user can write to: owned by us, not a link, no access for others.
+void require_private_dir(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    throw std::runtime_error("socket directory " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+    throw std::runtime_error("socket directory " + dir +
+                             " is not a private directory of this user (mode 0700, owned by "
+                             "uid " + std::to_string(::geteuid()) + "); refusing to use it");
+}
+
+// The directory for default socket paths: $GMS_SOCKET_DIR as upstream (operator deployments
+// set it), else $XDG_RUNTIME_DIR, else a private per-user folder in the temp dir, never the
+// shared temp dir itself where another user could take the name first.
 std::string socket_dir() {
   if (const char* d = std::getenv("GMS_SOCKET_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_RUNTIME_DIR"); d && *d) {
+    require_private_dir(d);
+    return d;
+  }
   std::error_code ec;
   auto tmp = std::filesystem::temp_directory_path(ec);
-  return ec ? std::string("/tmp") : tmp.string();
+  const std::string dir = (ec ? std::string("/tmp") : tmp.string()) + "/inferwire-gms-" +
+                          std::to_string(::geteuid());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create socket directory " + dir + ": " + std::strerror(errno));
+  require_private_dir(dir);
+  return dir;
 }
 
 // Returns -1 to go on, else the exit code.
@@ -68,7 +95,8 @@ int parse(int argc, char** argv, options& o) {
     ("tag", po::value<std::string>(&o.tag)->default_value("weights"),
      "server tag; only names the default socket gms_<GPU-UUID>_<tag>.sock")
     ("socket-path", po::value<std::string>(&o.socket_path),
-     "Unix socket path (default: $GMS_SOCKET_DIR or the temp dir, gms_<GPU-UUID>_<tag>.sock)")
+     "Unix socket path (default: $GMS_SOCKET_DIR, else $XDG_RUNTIME_DIR, else the private folder "
+     "<temp dir>/inferwire-gms-<uid>; gms_<GPU-UUID>_<tag>.sock)")
     ("alloc-retry-interval", po::value<double>(&interval)->default_value(0.5),
      "seconds between allocation retries while the GPU is out of memory (> 0)")
     ("alloc-retry-timeout", po::value<double>(&timeout),

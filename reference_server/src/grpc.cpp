@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 
 #include <chrono>
 #include <climits>
@@ -28,9 +29,12 @@ using ::grpc::ServerContext;
 
 namespace {
 
+// Threads the synchronous gRPC server may run at once (each open stream holds one).
+constexpr int grpc_max_threads = 512;
+
 ::grpc::Status to_grpc(const status& st) {
   if (!st) return ::grpc::Status::OK;
-  return {static_cast<::grpc::StatusCode>(st.grpc_code()), st.message()};
+  return {static_cast<::grpc::StatusCode>(st.grpc_code()), quote_input(st.message(), max_error_text)};
 }
 
 std::uint64_t ns_since(clock::time_point t) {
@@ -451,8 +455,16 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
   ::grpc::ServerBuilder b;
   const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
   b.AddListeningPort(host + ":" + std::to_string(port), ::grpc::InsecureServerCredentials(), &bound_port);
-  b.SetMaxReceiveMessageSize(INT_MAX);
+  // Messages as large as an HTTP body may be; gRPC core assembles a message from the bytes as
+  // they arrive, and the quota bounds what all calls together may hold and how many threads
+  // the synchronous server may start (one per open stream): past it, new calls get
+  // RESOURCE_EXHAUSTED instead of the process exhausting memory or threads.
+  b.SetMaxReceiveMessageSize(static_cast<int>(std::min<std::uint64_t>(INT_MAX, s.max_body_size())));
   b.SetMaxSendMessageSize(INT_MAX);
+  ::grpc::ResourceQuota quota("inferwire-grpc");
+  quota.Resize(static_cast<std::size_t>(s.body_budget.limit()));
+  quota.SetMaxThreads(grpc_max_threads);
+  b.SetResourceQuota(quota);
   // Clients' keepalive pings are welcome, with or without calls in flight.
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);

@@ -20,6 +20,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <array>
 #include <chrono>
 #include <new>
 
@@ -64,11 +65,11 @@ reply json_reply(std::string body, unsigned status = 200) {
   return r;
 }
 
-reply error_reply(const status& st) {
-  return json_reply(v2::error_body(st.message()), static_cast<unsigned>(st.http_status()));
-}
 reply error_reply(unsigned code, std::string_view message) {
-  return json_reply(v2::error_body(message), code);
+  return json_reply(v2::error_body(quote_input(message, max_error_text)), code);
+}
+reply error_reply(const status& st) {
+  return error_reply(static_cast<unsigned>(st.http_status()), st.message());
 }
 reply empty_reply(unsigned code) {
   reply r;
@@ -120,7 +121,7 @@ using request_t = bhttp::request<growing_body>;
 /// byte of capacity is charged to the server's in-flight budget until the request is done.
 class body_buffer {
  public:
-  static constexpr std::size_t first_capacity = std::size_t{1} << 20;
+  static constexpr std::size_t first_capacity = std::size_t{64} << 10;
 
   body_buffer(std::size_t length, byte_budget& budget) : length_(length), charge_(budget) {}
   ~body_buffer() {
@@ -156,6 +157,7 @@ class body_buffer {
   void commit(std::size_t n) noexcept { filled_ += n; }
   bool complete() const noexcept { return filled_ == length_; }
   bool full() const noexcept { return filled_ == capacity_; }
+  bool empty_capacity() const noexcept { return capacity_ == 0; }
   std::string_view view() const noexcept { return {data_, filled_}; }
 
  private:
@@ -297,6 +299,15 @@ class session : public std::enable_shared_from_this<session> {
 
   void read_more_directly() {
     body_buffer& b = *direct_body_;
+    if (b.empty_capacity() && !b.complete()) {
+      // Nothing is allocated for a body before its first bytes arrive.
+      socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+        if (ec) return self->close();
+        if (!self->direct_body_->grow()) return self->refuse_budget();
+        self->read_more_directly();
+      });
+      return;
+    }
     if (b.complete()) {
       keep_alive_ = direct_.keep_alive();
       ++s_.in_flight;
@@ -317,6 +328,7 @@ class session : public std::enable_shared_from_this<session> {
   void refuse_budget() {
     direct_body_.reset();
     body_charge_.reset();
+    unread_body_ = true;
     auto r = error_reply(413, "Request body too large: the server's in-flight request memory (" +
                                   std::to_string(s_.body_budget.limit()) +
                                   " bytes, --http-max-inflight-bytes) is exhausted; retry later");
@@ -341,6 +353,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void on_read_error(beast::error_code ec) {
     if (budget_refused_) return refuse_budget();
+    if (chunk_overflow_ || ec == bhttp::error::body_limit) unread_body_ = true;
     if (chunk_overflow_) {
       auto r = error_reply(400,
                            "Chunked request body exceeds maximum of 65536 non-empty chunks. Send "
@@ -406,8 +419,26 @@ class session : public std::enable_shared_from_this<session> {
       --s_.in_flight;
       counted_ = false;
     }
-    if (!keep) return close();
+    if (!keep) return unread_body_ ? linger() : close();
     read_header();
+  }
+
+  // The client may still be sending the body we refused: closing with its bytes unread would
+  // reset the connection and could destroy the reply before the client reads it. Stop
+  // sending, discard what still comes for a short while, then close.
+  void linger() {
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    if (!linger_buffer_) linger_buffer_ = std::make_unique<std::array<char, 16384>>();
+    linger_deadline_ = clock::now() + std::chrono::seconds(2);
+    drain();
+  }
+  void drain() {
+    if (clock::now() > linger_deadline_) return close();
+    socket_.async_read_some(net::buffer(*linger_buffer_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
   }
 
   void close() {
@@ -826,6 +857,9 @@ class session : public std::enable_shared_from_this<session> {
   std::size_t chunks_ = 0;
   bool chunk_overflow_ = false;
   bool budget_refused_ = false;
+  bool unread_body_ = false;  ///< a refused body's bytes may still be arriving
+  std::unique_ptr<std::array<char, 16384>> linger_buffer_;
+  clock::time_point linger_deadline_;
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool counted_ = false;

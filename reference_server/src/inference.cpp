@@ -15,11 +15,17 @@ namespace {
 
 std::string prefix_of(const v2::infer_request& r) { return v2::request_prefix(r.id); }
 
+// Client-given names in a message: each quoted short, the list cut after a few KiB.
 std::string name_list(const std::vector<std::string>& names) {
+  constexpr std::size_t max_list = 4096;
   std::string s = "[";
   for (std::size_t i = 0; i < names.size(); ++i) {
+    if (s.size() > max_list) {
+      s += ",...";
+      break;
+    }
     if (i) s += ',';
-    s += "'" + names[i] + "'";
+    s += "'" + quote_input(names[i]) + "'";
   }
   return s + "]";
 }

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <limits>
@@ -40,6 +41,8 @@ struct server_config {
   double retry_interval = 0.5;
   std::optional<double> retry_timeout;
   std::size_t max_frame = gms::default_max_frame_size;
+  /// Further server options (limits, timeouts) for a test.
+  std::function<void(gms::server_options&)> adjust;
 };
 
 /// A GMS server on its own thread with `Backend`.
@@ -53,6 +56,7 @@ class basic_test_server {
     o.alloc_retry_interval = cfg.retry_interval;
     o.alloc_retry_timeout = cfg.retry_timeout;
     o.max_frame_size = cfg.max_frame;
+    if (cfg.adjust) cfg.adjust(o);
     o.log = [this](const std::string& line) {
       std::lock_guard lock(log_mutex_);
       log_.push_back(line);

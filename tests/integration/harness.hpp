@@ -45,6 +45,8 @@ class server_process {
   /// The server's log so far.
   std::string log() const;
   bool running() const { return pid_ > 0; }
+  /// The process id (for /proc measurements).
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

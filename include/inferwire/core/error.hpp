@@ -195,6 +195,8 @@ constexpr bool is_resource_exhaustion(int errno_value) noexcept {
 /// Client input quoted in an error text is cut to `max` bytes (then "..." is appended), so a
 /// reply never echoes an unbounded request back. The cut never splits a UTF-8 sequence.
 inline constexpr std::size_t max_quoted_input = 256;
+/// The longest error text a server sends (the frontends cut longer ones with quote_input).
+inline constexpr std::size_t max_error_text = 8192;
 inline std::string quote_input(std::string_view s, std::size_t max = max_quoted_input) {
   if (s.size() <= max) return std::string(s);
   std::size_t n = max;

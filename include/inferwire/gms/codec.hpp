@@ -250,12 +250,20 @@ inline std::string encode(const message& m) {
   return std::visit([](const auto& x) { return encode(x); }, m);
 }
 
+/// The deepest nesting a payload may have (GMS messages use three levels).
+inline constexpr std::size_t max_decode_depth = 32;
+
 /// Decodes one payload (exactly one MessagePack value). Throws decode_error.
 inline message decode(std::string_view payload) {
   msgpack::object_handle oh;
   try {
     std::size_t offset = 0;
-    oh = msgpack::unpack(payload.data(), payload.size(), offset);
+    // Every element takes at least one byte of the payload: counts and lengths beyond the
+    // payload's size are lies, refused before msgpack sizes anything by them (a 5-byte frame
+    // must not ask for 128 GiB). GMS messages nest a few levels deep.
+    const std::size_t n = payload.size();
+    const msgpack::unpack_limit limit(n, n / 2, n, n, n, max_decode_depth);
+    oh = msgpack::unpack(payload.data(), payload.size(), offset, nullptr, nullptr, limit);
     if (offset != payload.size())
       throw decode_error("MessagePack data is malformed: trailing characters (byte " +
                          std::to_string(offset) + ")");

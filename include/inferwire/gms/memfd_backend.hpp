@@ -6,7 +6,14 @@
 // allocations beyond it report out-of-memory, which exercises the server's retry path.
 //
 // A backend provides: granularity(); allocate(aligned_size, handle&) -> alloc_status;
-// export_fd(handle) -> a new fd (the caller closes it); release(handle).
+// export_fd(handle) -> a new fd (the caller closes it); release(handle). Failures other than
+// out-of-memory throw std::system_error; the server answers them as errors. A backend may
+// also provide export_read_only_fd(handle), which the server uses for RO sessions.
+//
+// Every object is sealed against shrinking and growing once sized (F_SEAL_SHRINK,
+// F_SEAL_GROW): no holder of a descriptor, the server included, can truncate it, so no mapping
+// of it can ever fault with SIGBUS. Readers get descriptors opened read-only, so their
+// mappings cannot be writable.
 #ifndef INFERWIRE_GMS_MEMFD_BACKEND_HPP
 #define INFERWIRE_GMS_MEMFD_BACKEND_HPP
 
@@ -49,13 +56,18 @@ class memfd_backend {
 
   alloc_status allocate(std::size_t aligned_size, handle& out) {
     if (aligned_size > capacity_ - allocated_) return alloc_status::out_of_memory;
-    int fd = ::memfd_create("gms-allocation", MFD_CLOEXEC);
+    int fd = ::memfd_create("gms-allocation", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
     if (::ftruncate(fd, static_cast<off_t>(aligned_size)) != 0) {
       int err = errno;
       ::close(fd);
       if (err == ENOMEM || err == ENOSPC) return alloc_status::out_of_memory;
       throw std::system_error(err, std::generic_category(), "ftruncate");
+    }
+    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+      int err = errno;
+      ::close(fd);
+      throw std::system_error(err, std::generic_category(), "F_ADD_SEALS");
     }
     out = {fd, aligned_size};
     allocated_ += aligned_size;
@@ -66,6 +78,15 @@ class memfd_backend {
   int export_fd(const handle& h) {
     int fd = ::fcntl(h.fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup");
+    return fd;
+  }
+
+  /// A new descriptor of the allocation that only reads: the object reopened O_RDONLY
+  /// through /proc/self/fd (a dup would share the original's read-write mode).
+  int export_read_only_fd(const handle& h) {
+    const std::string path = "/proc/self/fd/" + std::to_string(h.fd);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open(" + path + ")");
     return fd;
   }
 

@@ -18,6 +18,7 @@
 #ifndef INFERWIRE_GMS_SERVER_HPP
 #define INFERWIRE_GMS_SERVER_HPP
 
+#include <inferwire/core/error.hpp>
 #include <inferwire/gms/codec.hpp>
 #include <inferwire/gms/framing.hpp>
 #include <inferwire/gms/layout_hash.hpp>
@@ -32,8 +33,10 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -46,6 +49,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 namespace inferwire::gms {
@@ -60,6 +64,15 @@ struct server_options {
   std::size_t max_frame_size = default_max_frame_size;
   /// A client whose unread replies exceed this is dropped.
   std::size_t max_pending_output = std::size_t{64} << 20;
+  /// A client holding more exported descriptors that it has not read yet is dropped.
+  std::size_t max_pending_fds = 64;
+  /// Exported descriptors all clients together may have waiting in the server (0: a quarter
+  /// of the descriptor limit, RLIMIT_NOFILE). A client that would pass it is dropped.
+  std::size_t max_total_pending_fds = 0;
+  /// Connections at once; further ones are closed at once.
+  std::size_t max_connections = 1024;
+  /// A connection that sends no complete first frame within this is closed.
+  std::chrono::milliseconds first_frame_timeout{10000};
   /// Log lines go here ("" at INFO, verbose lines only when verbose).
   std::function<void(const std::string&)> log;
   bool verbose = false;
@@ -129,11 +142,11 @@ class server {
     boost::asio::steady_timer timer;  ///< handshake timeout, allocation retry
     std::deque<outgoing> out;
     std::size_t out_bytes = 0;
+    std::size_t out_fds = 0;  ///< descriptors in `out`
     bool writing = false;
     bool reading = false;
     bool busy = false;         ///< a request is being served (allocation retry)
     bool close_after_write = false;
-    std::array<char, 65536> buffer{};
   };
 
   void log(const std::string& line, bool verbose_only = false) {
@@ -142,7 +155,10 @@ class server {
   }
 
   void accept();
+  void accept_later();
   void read(const connection_ptr& c);
+  void serve_frame(const connection_ptr& c, const std::string& payload);
+  int export_descriptor(const connection_ptr& c, const typename Backend::handle& h);
   void on_frame(const connection_ptr& c, const std::string& payload);
   void on_first(const connection_ptr& c, message&& m);
   void start_handshake(const connection_ptr& c, const handshake_request& q);
@@ -174,6 +190,10 @@ class server {
   Backend& backend_;
   server_options opts_;
   protocol::acceptor acceptor_;
+  boost::asio::steady_timer accept_backoff_{ioc_};
+  std::array<char, 65536> read_buffer_{};  ///< one for all connections: reads never overlap
+  std::size_t pending_fds_ = 0;            ///< exported descriptors not yet sent, all clients
+  std::size_t pending_fd_limit_ = 0;
   bool started_ = false;
   std::uint64_t next_session_ = 0;
   std::list<connection_ptr> connections_;
@@ -195,6 +215,10 @@ void server<Backend>::start() {
   const fs::path path(opts_.socket_path);
   if (opts_.socket_path.empty()) throw std::invalid_argument("GMS server: no socket path");
   boost::system::error_code ec;
+  struct stat existing {};
+  if (::lstat(opts_.socket_path.c_str(), &existing) == 0 && existing.st_uid != ::geteuid())
+    throw std::runtime_error("GMS socket path " + opts_.socket_path +
+                             " belongs to another user; refusing to use or replace it");
   if (fs::exists(fs::symlink_status(path))) {
     protocol::socket probe(ioc_);
     probe.connect(protocol::endpoint(opts_.socket_path), ec);
@@ -205,6 +229,13 @@ void server<Backend>::start() {
   acceptor_.bind(protocol::endpoint(opts_.socket_path));
   ::chmod(opts_.socket_path.c_str(), 0600);
   acceptor_.listen();
+  pending_fd_limit_ = opts_.max_total_pending_fds;
+  if (pending_fd_limit_ == 0) {
+    rlimit rl{};
+    pending_fd_limit_ = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                            ? std::max<std::size_t>(16, static_cast<std::size_t>(rl.rlim_cur) / 4)
+                            : 4096;
+  }
   started_ = true;
   log("Server started: " + opts_.socket_path);
   accept();
@@ -216,6 +247,7 @@ void server<Backend>::stop() {
   started_ = false;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  accept_backoff_.cancel();
   for (auto& w : waiters_) {
     if (w->counted_writer) fsm_.end_rw_wait();
     w->counted_writer = false;
@@ -238,15 +270,35 @@ void server<Backend>::accept() {
   auto c = std::make_shared<connection>(ioc_, opts_.max_frame_size);
   acceptor_.async_accept(c->socket, [this, c](boost::system::error_code ec) {
     if (!started_) return;
-    if (!ec) {
+    if (ec && is_resource_exhaustion(ec.value())) return accept_later();
+    if (!ec && connections_.size() >= opts_.max_connections) {
+      log("refused a connection: " + std::to_string(connections_.size()) + " connections open");
+      boost::system::error_code ignored;
+      c->socket.close(ignored);
+    } else if (!ec) {
       c->id = ++next_session_;
       boost::system::error_code ignored;
       c->socket.non_blocking(true, ignored);
       connections_.push_back(c);
       log("session_" + std::to_string(c->id) + " connected", true);
+      // A client that never completes its first frame holds nothing for long.
+      c->timer.expires_after(opts_.first_frame_timeout);
+      c->timer.async_wait([this, c](boost::system::error_code e) {
+        if (!e && c->state == phase::first && !c->close_after_write) drop(c, "no first frame in time");
+      });
       read(c);
     }
     accept();
+  });
+}
+
+// Out of descriptors (or memory): the connection waits in the backlog while the loop pauses,
+// instead of failing the same accept in a busy loop.
+template <class Backend>
+void server<Backend>::accept_later() {
+  accept_backoff_.expires_after(std::chrono::milliseconds(100));
+  accept_backoff_.async_wait([this](boost::system::error_code ec) {
+    if (!ec && started_) accept();
   });
 }
 
@@ -266,18 +318,43 @@ void server<Backend>::read(const connection_ptr& c) {
   }
   if (paused() || c->reading) return;
   c->reading = true;
-  c->socket.async_read_some(boost::asio::buffer(c->buffer),
-                            [this, c](boost::system::error_code ec, std::size_t n) {
-                              c->reading = false;
-                              if (!started_ || c->state == phase::closing) return;
-                              if (ec) return drop(c, ec == boost::asio::error::eof ? "EOF" : ec.message());
-                              c->reader.append(c->buffer.data(), n);
-                              read(c);
-                            });
+  // Wait for readability, then read into the server's one buffer: an idle connection holds no
+  // read buffer of its own. (Descriptors a client sends are discarded by the kernel: there is
+  // no room for them.)
+  c->socket.async_wait(protocol::socket::wait_read, [this, c](boost::system::error_code ec) {
+    c->reading = false;
+    if (!started_ || c->state == phase::closing) return;
+    if (ec) return drop(c, ec.message());
+    const ssize_t n = ::recv(c->socket.native_handle(), read_buffer_.data(), read_buffer_.size(),
+                             MSG_DONTWAIT);
+    if (n == 0) return drop(c, "EOF");
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return read(c);
+      return drop(c, std::strerror(errno));
+    }
+    c->reader.append(read_buffer_.data(), static_cast<std::size_t>(n));
+    read(c);
+  });
+}
+
+// Whatever a request makes fail (a backend error, an allocation failure) is that client's
+// problem: it gets an error reply and loses its connection; the server and the layout go on.
+template <class Backend>
+void server<Backend>::on_frame(const connection_ptr& c, const std::string& payload) {
+  try {
+    serve_frame(c, payload);
+  } catch (const std::exception& e) {
+    log("Request of session session_" + std::to_string(c->id) + " failed: " + e.what());
+    c->busy = false;
+    if (c->state != phase::closing) {
+      c->close_after_write = true;
+      reply(c, error_response{std::string("Request failed: ") + e.what(), 0});
+    }
+  }
 }
 
 template <class Backend>
-void server<Backend>::on_frame(const connection_ptr& c, const std::string& payload) {
+void server<Backend>::serve_frame(const connection_ptr& c, const std::string& payload) {
   message m;
   std::string error;
   if (!try_decode(payload, m, error)) {
@@ -311,6 +388,7 @@ void server<Backend>::on_first(const connection_ptr& c, message&& m) {
     c->close_after_write = true;
     return reply(c, r);
   }
+  c->timer.cancel();  // the first frame came
   if (const auto* h = std::get_if<handshake_request>(&m)) return start_handshake(c, *h);
   c->close_after_write = true;
   reply(c, error_response{"Expected HandshakeRequest", 0});
@@ -328,7 +406,9 @@ void server<Backend>::start_handshake(const connection_ptr& c, const handshake_r
   }
   waiters_.push_back(c);
   if (q.timeout_ms) {
-    c->timer.expires_after(std::chrono::milliseconds(*q.timeout_ms));
+    // Clamped to a year: larger values would overflow the clock's arithmetic.
+    constexpr std::int64_t year_ms = std::int64_t{365} * 24 * 3600 * 1000;
+    c->timer.expires_after(std::chrono::milliseconds(std::min(*q.timeout_ms, year_ms)));
     c->timer.async_wait([this, c](boost::system::error_code ec) {
       if (ec || c->state != phase::waiting) return;
       waiters_.remove(c);
@@ -452,9 +532,20 @@ void server<Backend>::on_request(const connection_ptr& c, message&& m) {
   if (auto* q = std::get_if<export_allocation_request>(&m)) {
     auto it = allocations_.find(q->allocation_id);
     if (it == allocations_.end()) return unknown(q->allocation_id);
+    // Each descriptor waits in the server until the client reads its reply: a client that
+    // stops reading may hold only a few, and all clients together a share of the limit.
+    if (c->out_fds >= opts_.max_pending_fds || pending_fds_ >= pending_fd_limit_)
+      return drop(c, "too many exported descriptors not read by the client");
+    int fd = -1;
+    try {
+      fd = export_descriptor(c, it->second.handle);
+    } catch (const std::exception& e) {
+      log("Export of " + q->allocation_id + " failed: " + e.what());
+      return reply(c, error_response{std::string("Export failed: ") + e.what(), 0});
+    }
     export_allocation_response r;
     static_cast<allocation_info&>(r) = it->second.info;
-    return send(c, encode_frame(r), backend_.export_fd(it->second.handle));
+    return send(c, encode_frame(r), fd);
   }
   if (auto* q = std::get_if<get_allocation_request>(&m)) {
     auto it = allocations_.find(q->allocation_id);
@@ -547,6 +638,15 @@ void server<Backend>::on_request(const connection_ptr& c, message&& m) {
   }
 }
 
+// Readers get read-only descriptors where the backend can make them.
+template <class Backend>
+int server<Backend>::export_descriptor(const connection_ptr& c, const typename Backend::handle& h) {
+  if constexpr (requires { backend_.export_read_only_fd(h); }) {
+    if (c->granted != granted_lock_type::rw) return backend_.export_read_only_fd(h);
+  }
+  return backend_.export_fd(h);
+}
+
 template <class Backend>
 void server<Backend>::do_allocate(const connection_ptr& c, allocate_request q,
                                   clock::time_point started, bool oom_recorded) {
@@ -555,7 +655,19 @@ void server<Backend>::do_allocate(const connection_ptr& c, allocate_request q,
   const auto g = static_cast<std::int64_t>(backend_.granularity());
   const std::int64_t aligned = (q.size + g - 1) / g * g;
   typename Backend::handle h;
-  if (backend_.allocate(static_cast<std::size_t>(aligned), h) == alloc_status::out_of_memory) {
+  alloc_status got = alloc_status::ok;
+  try {
+    got = backend_.allocate(static_cast<std::size_t>(aligned), h);
+  } catch (const std::exception& e) {  // out of descriptors, a driver error: not retried
+    c->busy = false;
+    log("allocation of aligned_size=" + std::to_string(aligned) + " failed: " + e.what());
+    reply(c, error_response{"Allocation failed: requested_size=" + std::to_string(q.size) +
+                                ", aligned_size=" + std::to_string(aligned) + ", tag=" + q.tag +
+                                ": " + e.what(),
+                            0});
+    return read(c);
+  }
+  if (got == alloc_status::out_of_memory) {
     if (!oom_recorded) record("allocation_oom", static_cast<std::int64_t>(allocations_.size()));
     const double waited = std::chrono::duration<double>(clock::now() - started).count();
     if (opts_.alloc_retry_timeout && waited >= *opts_.alloc_retry_timeout) {
@@ -599,6 +711,10 @@ void server<Backend>::send(const connection_ptr& c, std::string frame, int fd) {
     return;
   }
   c->out_bytes += frame.size();
+  if (fd >= 0) {
+    ++c->out_fds;
+    ++pending_fds_;
+  }
   c->out.push_back({std::move(frame), fd, 0});
   if (c->out_bytes > opts_.max_pending_output) return drop(c, "client does not read its replies");
   flush(c);
@@ -623,6 +739,8 @@ void server<Backend>::flush(const connection_ptr& c) {
     if (o.fd >= 0) {  // the descriptor went with the first byte
       ::close(o.fd);
       o.fd = -1;
+      --c->out_fds;
+      --pending_fds_;
     }
     o.sent += static_cast<std::size_t>(n);
     c->out_bytes -= static_cast<std::size_t>(n);
@@ -671,6 +789,13 @@ void server<Backend>::drop(const connection_ptr& c, const std::string& why) {
   }
   boost::system::error_code ec;
   c->socket.close(ec);
+  for (auto& o : c->out)  // descriptors never sent go now, not when the last handler lets go
+    if (o.fd >= 0) {
+      ::close(o.fd);
+      o.fd = -1;
+    }
+  pending_fds_ -= c->out_fds;
+  c->out_fds = 0;
   connections_.remove(c);
   process_waiters();
 }

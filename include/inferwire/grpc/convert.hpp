@@ -10,6 +10,7 @@
 
 #include <inferwire/core/bytes.hpp>
 #include <inferwire/core/error.hpp>
+#include <inferwire/v2/binary.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include "grpc_service.pb.h"
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 namespace inferwire::grpc {
 
@@ -168,8 +170,15 @@ inline status typed_contents(const pb::ModelInferRequest::InferInputTensor& in, 
 /// from raw_input_contents are views of `in`, which must outlive `out`; typed contents are
 /// converted to raw bytes. Every output is requested binary (gRPC answers raw).
 inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_view model,
-                                   v2::infer_request& out) {
+                                   v2::infer_request& out, const v2::codec_limits& limits = {}) {
   out.id = in.id();
+  if (auto st = v2::check_count("parameters", static_cast<std::size_t>(in.parameters_size()),
+                                limits.max_parameters))
+    return st;
+  if (auto st = v2::check_count("inputs", static_cast<std::size_t>(in.inputs_size()), limits.max_tensors))
+    return st;
+  if (auto st = v2::check_count("outputs", static_cast<std::size_t>(in.outputs_size()), limits.max_tensors))
+    return st;
   for (const auto& [key, p] : in.parameters()) {
     const auto kind = p.parameter_choice_case();
     if (key == "sequence_id") {
@@ -221,7 +230,16 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
 
   int next_raw = 0;
   out.inputs.reserve(static_cast<std::size_t>(in.inputs_size()));
+  std::unordered_set<std::string_view> seen;  // names (views of `in`), for linear duplicate checks
+  seen.reserve(static_cast<std::size_t>(in.inputs_size()));
   for (const auto& t : in.inputs()) {
+    if (auto st = v2::check_count("dimensions in a shape", static_cast<std::size_t>(t.shape_size()),
+                                  limits.max_dims))
+      return st;
+    if (auto st = v2::check_count("parameters", static_cast<std::size_t>(t.parameters_size()),
+                                  limits.max_parameters))
+      return st;
+    if (!seen.insert(t.name()).second) return v2::duplicate_tensor(in.id(), "input", t.name());
     v2::infer_input& i = out.inputs.emplace_back();
     i.name = t.name();
     i.datatype = parse_data_type(t.datatype());
@@ -256,7 +274,12 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
     i.data = v2::tensor_data::view(std::string_view(in.raw_input_contents(next_raw++)));
   }
 
+  seen.clear();
   for (const auto& t : in.outputs()) {
+    if (auto st = v2::check_count("parameters", static_cast<std::size_t>(t.parameters_size()),
+                                  limits.max_parameters))
+      return st;
+    if (!seen.insert(t.name()).second) return v2::duplicate_tensor(in.id(), "output", t.name());
     v2::requested_output& o = out.outputs.emplace_back();
     o.name = t.name();
     o.binary_data = true;

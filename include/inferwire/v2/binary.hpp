@@ -28,10 +28,22 @@ namespace inferwire::v2 {
 /// Name of the header that carries the JSON header's length.
 inline constexpr std::string_view header_length_field = "Inference-Header-Content-Length";
 
-/// Limits applied while decoding requests (the server's --http-max-input-size).
+/// Limits applied while decoding requests (the server's --http-max-input-size), and the
+/// bounds that keep decoding linear and small whatever a client sends.
 struct codec_limits {
   std::size_t max_input_size = std::size_t{1} << 26;  // 64 MiB
+  std::size_t max_tensors = 1024;    ///< inputs per request, and outputs per request
+  std::size_t max_dims = 64;         ///< dimensions of one shape
+  std::size_t max_parameters = 256;  ///< parameters of the request, and of each tensor
 };
+
+/// invalid_arg `request has <n> <what>, more than the <max> allowed` when n > max (the
+/// codec_limits checks of both transports).
+inline status check_count(std::string_view what, std::size_t n, std::size_t max);
+
+/// The core's duplicate-name texts: `[request id: <id>] input '<name>' already exists in
+/// request` (and the same for outputs); the name is quoted with quote_input.
+inline status duplicate_tensor(std::string_view id, std::string_view kind, std::string_view name);
 
 /// A body ready to send: JSON header, then the binary segments in order.
 struct encoded_body {

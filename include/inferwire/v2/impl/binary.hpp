@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <unordered_set>
 
 namespace inferwire::v2 {
 
@@ -167,6 +168,17 @@ inline bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& o
 
 }  // namespace detail
 
+inline status check_count(std::string_view what, std::size_t n, std::size_t max) {
+  if (n <= max) return {};
+  return {errc::invalid_arg, "request has " + std::to_string(n) + " " + std::string(what) +
+                                 ", more than the " + std::to_string(max) + " allowed"};
+}
+
+inline status duplicate_tensor(std::string_view id, std::string_view kind, std::string_view name) {
+  return {errc::invalid_arg, request_prefix(id) + std::string(kind) + " '" + quote_input(name) +
+                                 "' already exists in request"};
+}
+
 inline status check_json_size(std::size_t size, const codec_limits& limits) {
   if (size <= limits.max_input_size) return {};
   return {errc::invalid_arg, "request JSON size of " + std::to_string(size) +
@@ -262,6 +274,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   if (const auto* v = root->if_contains("parameters")) {
     const json::object* params = as_object(*v, st);
     if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+    if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
     req.parameters.reserve(params->size());
     for (const auto& kv : *params) {
       std::string_view key = kv.key();
@@ -305,7 +318,10 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   if (!inputs) return fail(detail::unable_to_parse(st, "inputs"));
 
   std::size_t next_binary = header_length;
+  if (auto e = check_count("inputs", inputs->size(), limits.max_tensors)) return fail(std::move(e));
   req.inputs.reserve(inputs->size());
+  std::unordered_set<std::string_view> seen;  // names, for linear duplicate checks
+  seen.reserve(inputs->size());
   for (const auto& iv : *inputs) {
     const json::object* in = as_object(iv, st);
     if (!in) return fail(detail::unable_to_parse(st, "inputs"));
@@ -313,6 +329,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
     if (const auto* p = in->if_contains("parameters")) {
       params = as_object(*p, st);
       if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+      if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
     }
     const bool has_data = in->contains("data");
     const bool has_binary = params && params->contains("binary_data_size");
@@ -336,22 +353,22 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
     const json::value* f = member(*in, "name", st);
     if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
     input.name = s;
+    const std::string_view s_name = s;
     f = member(*in, "datatype", st);
     if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
     input.datatype = parse_data_type(s);
     f = member(*in, "shape", st);
     const json::array* shape = f ? as_array(*f, st) : nullptr;
     if (!shape) return fail(detail::unable_to_parse(st, "shape"));
+    if (auto e = check_count("dimensions in a shape", shape->size(), limits.max_dims)) return fail(std::move(e));
     input.shape.reserve(shape->size());
     for (const auto& d : *shape) {
       std::uint64_t u = {};
       if (!as_uint64(d, u, st)) return fail(detail::unable_to_parse(st, "shape"));
       input.shape.push_back(static_cast<std::int64_t>(u));  // > INT64_MAX reads as invalid
     }
-    for (const auto& prev : req.inputs)
-      if (prev.name == input.name)
-        return fail({errc::invalid_arg, request_prefix(req.id) + "input '" +
-                                            input.name + "' already exists in request"});
+    // The view names the JSON document's string, which outlives the loop.
+    if (!seen.insert(s_name).second) return fail(duplicate_tensor(req.id, "input", input.name));
     detail::copy_other_parameters(params, input.parameters);
 
     if (has_binary) {
@@ -415,7 +432,9 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   if (const auto* ov = root->if_contains("outputs")) {
     const json::array* outputs = as_array(*ov, st);
     if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
+    if (auto e = check_count("outputs", outputs->size(), limits.max_tensors)) return fail(std::move(e));
     req.outputs.reserve(outputs->size());
+    seen.clear();
     for (const auto& o : *outputs) {
       const json::object* out = as_object(o, st);
       if (!out) return fail(detail::unable_to_parse(st, "outputs"));
@@ -424,10 +443,12 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
       const json::value* f = member(*out, "name", st);
       if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
       ro.name = s;
+      const std::string_view out_name = s;
       const json::object* params = nullptr;
       if (const auto* p = out->if_contains("parameters")) {
         params = as_object(*p, st);
         if (!params) return fail(detail::unable_to_parse(st, "parameters"));
+        if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
       }
       if (params) {
         if (const auto* b = params->if_contains("binary_data")) {
@@ -452,10 +473,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
         }
         detail::copy_other_parameters(params, ro.parameters);
       }
-      for (const auto& prev : req.outputs)
-        if (prev.name == ro.name)
-          return fail({errc::invalid_arg, request_prefix(req.id) + "output '" + ro.name +
-                                              "' already exists in request"});
+      if (!seen.insert(out_name).second) return fail(duplicate_tensor(req.id, "output", ro.name));
       req.outputs.push_back(std::move(ro));
     }
   }

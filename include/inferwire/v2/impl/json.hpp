@@ -281,8 +281,10 @@ status decode_fixed(const boost::json::array& a, std::int64_t count, std::string
                 "the wire format is little-endian; big-endian hosts are not supported");
   status st;
   const std::size_t base = out.size();
-  out.resize(base + static_cast<std::size_t>(count) * sizeof(T));
-  char* dst = out.data() + base;
+  // Memory follows the elements present, never the count the shape announces: a shape of
+  // 16777216 with one element must not zero-fill 64 MiB first. (The top level's size is a
+  // lower bound of the elements when arrays nest; appends grow the rest.)
+  out.reserve(base + std::min(static_cast<std::size_t>(count), a.size()) * sizeof(T));
   std::int64_t n = 0;
   bool too_many = false;
   auto leaf = [&](const boost::json::value& v) {
@@ -308,7 +310,9 @@ status decode_fixed(const boost::json::array& a, std::int64_t count, std::string
       if (!json_access::as_uint64(v, u, st)) return false;
       x = static_cast<T>(u);
     }
-    std::memcpy(dst + static_cast<std::size_t>(n) * sizeof(T), &x, sizeof(T));
+    char raw[sizeof(T)];
+    std::memcpy(raw, &x, sizeof(T));
+    out.append(raw, sizeof(T));
     ++n;
     return true;
   };

@@ -1,0 +1,30 @@
+// libFuzzer target: binary tensor framing. The first two bytes choose the JSON header's length
+// (Inference-Header-Content-Length); the rest is the body, decoded as a request and as a
+// response.
+#include <inferwire/v2/binary.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  const std::size_t announced = (std::size_t{data[0]} << 8) | data[1];
+  const std::string_view body(reinterpret_cast<const char*>(data + 2), size - 2);
+  inferwire::status st;
+  const std::string header_value = std::to_string(announced);
+  const std::size_t header_length = inferwire::v2::parse_header_length(header_value, body.size(), st);
+  if (!st) {
+    inferwire::v2::codec_limits limits;
+    limits.max_input_size = 1 << 20;
+    auto request = inferwire::v2::decode_infer_request(body, header_length, "model", st, limits);
+    if (!st && request.raw_binary) {
+      const inferwire::v2::tensor_metadata input{"INPUT0", inferwire::data_type::bytes, {-1}};
+      (void)inferwire::v2::deduce_raw_input(request, "model", {&input, 1}, false, limits);
+    }
+  }
+  inferwire::status rs;
+  (void)inferwire::v2::decode_infer_response(body, announced <= body.size() ? std::optional(announced) : std::nullopt, rs);
+  return 0;
+}

@@ -1,0 +1,322 @@
+// Hostile and malformed input against inferwire-server: one table of cases, each an attack
+// with the reply it must get. After every case the server must still answer a health check and
+// a correct inference, and its resident memory must stay bounded.
+#include "../integration/harness.hpp"
+#include "proc.hpp"
+
+#include <inferwire/shm/system_region.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+using namespace iwtest;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+const fs::path source(INFERWIRE_SOURCE_DIR);
+
+/// A private repository: the bundled models, a labelled model, and a config.pbtxt that is not
+/// UTF-8.
+struct hostile_repo {
+  fs::path dir;
+  hostile_repo() {
+    dir = fs::temp_directory_path() / ("iw-hostile-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy(source / "reference_server/models/simple", dir / "simple", fs::copy_options::recursive);
+    fs::copy(source / "tests/integration/models/identity_labeled", dir / "identity_labeled",
+             fs::copy_options::recursive);
+    fs::create_directories(dir / "bad_utf8/1");
+    std::ofstream(dir / "bad_utf8/config.pbtxt") << "name: \"bad_utf8\"\nbackend: \"m\xc0\xa7\"\n";
+  }
+  ~hostile_repo() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+std::string simple_body(const std::string& inputs_extra = "") {
+  std::string a = "[", b = "[";
+  for (int i = 0; i < 16; ++i) {
+    a += (i ? "," : "") + std::to_string(i);
+    b += (i ? "," : "") + std::string("1");
+  }
+  return R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":)" + a +
+         R"(]},{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":)" + b + "]}" +
+         inputs_extra + "]}";
+}
+
+/// The server answers health and a correct 'simple' inference.
+void still_serving(int port) {
+  auto ready = request(port, "GET", "/v2/health/ready");
+  REQUIRE(ready.status == 200);
+  auto r = request(port, "POST", "/v2/models/simple/infer", simple_body());
+  REQUIRE(r.status == 200);
+  auto out = json::parse(r.body).at("outputs").as_array();
+  for (const auto& o : out)
+    if (o.at("name").as_string() == "OUTPUT0") CHECK(o.at("data").as_array().at(15).to_number<int>() == 16);
+}
+
+std::string labeled_config(const std::string& label_file) {
+  return json::serialize(json::object{
+      {"name", "identity_labeled"},
+      {"backend", "identity"},
+      {"max_batch_size", 0},
+      {"input", json::array{json::object{{"name", "INPUT0"}, {"data_type", "TYPE_FP32"}, {"dims", {4}}}}},
+      {"output", json::array{json::object{{"name", "OUTPUT0"},
+                                          {"data_type", "TYPE_FP32"},
+                                          {"dims", {4}},
+                                          {"label_filename", label_file}}}}});
+}
+
+std::string load_with_config(const std::string& config) {
+  return json::serialize(json::object{{"parameters", json::object{{"config", config}}}});
+}
+
+struct hostile_case {
+  const char* name;
+  std::function<void(server_process&)> attack;
+};
+
+}  // namespace
+
+TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostile]") {
+  hostile_repo repo;
+  server_process s({"--model-repository", repo.dir.string(), "--model-control-mode=explicit",
+                    "--load-model", "simple", "--load-model", "identity_labeled",
+                    "--allow-client-shm=true", "--http-max-inflight-bytes=8388608",
+                    "--strict-readiness=false"},
+                   false);
+  const int port = s.http_port();
+  const pid_t pid = s.pid();
+  still_serving(port);
+  const auto base_rss = hostile::rss_mib(pid);
+
+  const std::vector<hostile_case> table = {
+      {"an announced 1 GiB body that never comes pins nothing",
+       [&](server_process&) {
+         std::vector<std::unique_ptr<connection>> held;
+         for (int i = 0; i < 4; ++i) {
+           held.push_back(std::make_unique<connection>(port));
+           held.back()->send("POST /v2/models/any/infer HTTP/1.1\r\nHost: x\r\n"
+                             "Content-Length: 1073741824\r\n\r\n");
+         }
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         CHECK(hostile::rss_mib(pid) < base_rss + 32);
+         const auto t0 = std::chrono::steady_clock::now();
+         CHECK(request(port, "GET", "/v2/health/live").status == 200);
+         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+       }},
+      {"an announced body on any endpoint pins nothing",
+       [&](server_process&) {
+         connection c(port);
+         c.send("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n{");
+         std::this_thread::sleep_for(std::chrono::milliseconds(200));
+         CHECK(hostile::rss_mib(pid) < base_rss + 32);
+       }},
+      {"bodies past the in-flight budget are refused with 413",
+       [&](server_process&) {
+         connection c(port);
+         c.send("POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+         std::string chunk(1 << 20, ' ');
+         boost::system::error_code ec;
+         for (int i = 0; i < 12 && !ec; ++i) net::write(c.socket(), net::buffer(chunk), ec);
+         auto r = c.read();
+         REQUIRE(r);
+         CHECK(r->status == 413);
+         CHECK(error_of(*r).find("--http-max-inflight-bytes") != std::string::npos);
+       }},
+      {"a chunked body past the in-flight budget is refused with 413",
+       [&](server_process&) {
+         connection c(port);
+         c.send("POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+         std::string chunk = "100000\r\n" + std::string(0x100000, ' ') + "\r\n";
+         boost::system::error_code ec;
+         for (int i = 0; i < 12 && !ec; ++i) net::write(c.socket(), net::buffer(chunk), ec);
+         auto r = c.read();
+         REQUIRE(r);
+         CHECK(r->status == 413);
+       }},
+      {"label files outside the model folder are refused with one text",
+       [&](server_process&) {
+         std::vector<std::string> texts;
+         for (const char* f : {"/etc/passwd", "../../../../etc/passwd", "/dev/zero",
+                               "/no/such/file", "../simple/config.pbtxt", "1"}) {
+           auto r = request(port, "POST", "/v2/repository/models/identity_labeled/load",
+                            load_with_config(labeled_config(f)));
+           CHECK(r.status == 400);
+           std::string e = error_of(r);
+           CHECK(e.find("root:") == std::string::npos);
+           const auto at = e.find(f);
+           REQUIRE(at != std::string::npos);
+           texts.push_back(e.erase(at, std::strlen(f)));
+         }
+         for (const auto& t : texts) CHECK(t == texts.front());  // nothing tells what exists
+         // The model's own label file still loads and classifies with its labels.
+         auto r = request(port, "POST", "/v2/repository/models/identity_labeled/load",
+                          load_with_config(labeled_config("labels.txt")));
+         REQUIRE(r.status == 200);
+         r = request(port, "POST", "/v2/models/identity_labeled/infer",
+                     R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[4],"data":[1,4,2,3]}],)"
+                     R"("outputs":[{"name":"OUTPUT0","parameters":{"classification":1}}]})");
+         REQUIRE(r.status == 200);
+         CHECK(r.body.find("4.000000:1:") != std::string::npos);
+       }},
+      {"a label file that links out of the model folder is refused",
+       [&](server_process&) {
+         fs::create_symlink("/etc/passwd", repo.dir / "identity_labeled/passwd_link");
+         auto r = request(port, "POST", "/v2/repository/models/identity_labeled/load",
+                          load_with_config(labeled_config("passwd_link")));
+         fs::remove(repo.dir / "identity_labeled/passwd_link");
+         CHECK(r.status == 400);
+         CHECK(error_of(r).find("inside the model's folder") != std::string::npos);
+       }},
+      {"a config.pbtxt that is not UTF-8 fails that model only",
+       [&](server_process&) {
+         auto r = request(port, "POST", "/v2/repository/models/bad_utf8/load", "");
+         CHECK(r.status == 400);
+         CHECK(error_of(r).find("failed to load 'bad_utf8'") != std::string::npos);
+         auto idx = request(port, "POST", "/v2/repository/index", "");
+         CHECK(idx.body.find("bad_utf8") != std::string::npos);
+       }},
+      {"a system region shrunk by its owner is an error reply, not SIGBUS",
+       [&](server_process&) {
+         const std::string key = "/iw-hostile-shrink-" + std::to_string(::getpid());
+         auto region = inferwire::shm::system_region::create(key, 128);
+         auto r = request(port, "POST", "/v2/systemsharedmemory/region/shrink/register",
+                          R"({"key":")" + key + R"(","offset":0,"byte_size":128})");
+         REQUIRE(r.status == 200);
+         const int fd = ::shm_open(key.c_str(), O_RDWR, 0);
+         REQUIRE(fd >= 0);
+         REQUIRE(::ftruncate(fd, 0) == 0);
+         ::close(fd);
+         const std::string body =
+             R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"parameters":{"shared_memory_region":"shrink","shared_memory_byte_size":64}},)"
+             R"({"name":"INPUT1","datatype":"INT32","shape":[1,16],"parameters":{"shared_memory_region":"shrink","shared_memory_byte_size":64,"shared_memory_offset":64}}]})";
+         r = request(port, "POST", "/v2/models/simple/infer", body);
+         CHECK(r.status == 400);
+         CHECK(error_of(r).find("smaller than when it was registered") != std::string::npos);
+         request(port, "POST", "/v2/systemsharedmemory/region/shrink/unregister", "");
+       }},
+      {"100,000 inputs are refused at once",
+       [&](server_process&) {
+         std::string extra;
+         for (int i = 0; i < 100000; ++i)
+           extra += R"(,{"name":"X)" + std::to_string(i) + R"(","datatype":"INT32","shape":[1],"data":[1]})";
+         const auto t0 = std::chrono::steady_clock::now();
+         auto r = request(port, "POST", "/v2/models/simple/infer", simple_body(extra));
+         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "request has 100002 inputs, more than the 1024 allowed");
+       }},
+      {"1,000 inputs decode in linear time; a duplicate name is found",
+       [&](server_process&) {
+         std::string extra;
+         for (int i = 0; i < 1000; ++i)
+           extra += R"(,{"name":"X)" + std::to_string(i) + R"(","datatype":"INT32","shape":[1],"data":[1]})";
+         extra += R"(,{"name":"X7","datatype":"INT32","shape":[1],"data":[1]})";
+         auto r = request(port, "POST", "/v2/models/simple/infer", simple_body(extra));
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "[request id: <id_unknown>] input 'X7' already exists in request");
+       }},
+      {"65 dimensions and 257 parameters are refused",
+       [&](server_process&) {
+         std::string shape = "[1";
+         for (int i = 0; i < 64; ++i) shape += ",1";
+         auto r = request(port, "POST", "/v2/models/simple/infer",
+                          R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":)" + shape + R"(],"data":[1]}]})");
+         CHECK(error_of(r) == "request has 65 dimensions in a shape, more than the 64 allowed");
+         std::string params;
+         for (int i = 0; i < 257; ++i) params += (i ? "," : "") + std::string("\"p") + std::to_string(i) + "\":1";
+         r = request(port, "POST", "/v2/models/simple/infer",
+                     R"({"parameters":{)" + params + R"(},"inputs":[]})");
+         CHECK(error_of(r) == "request has 257 parameters, more than the 256 allowed");
+       }},
+      {"error texts do not echo unbounded input",
+       [&](server_process&) {
+         const std::string name(1 << 20, 'N');
+         auto r = request(port, "POST", "/v2/models/simple/infer",
+                          simple_body(R"(,{"name":")" + name + R"(","datatype":"INT32","shape":[1],"data":[1]})"));
+         CHECK(r.status == 400);
+         CHECK(r.body.size() < 10000);
+       }},
+      {"a JSON tensor is not sized by its announced shape",
+       [&](server_process&) {
+         REQUIRE(hostile::reset_peak(pid));
+         const auto before = hostile::peak_rss_mib(pid);
+         for (int i = 0; i < 4; ++i) {
+           auto r = request(port, "POST", "/v2/models/simple/infer",
+                            R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[16777216],"data":[1]}]})");
+           CHECK(r.status == 500);  // Triton's status for a data/shape mismatch
+           CHECK(error_of(r) == "Failed to parse 'data' field: shape does not match true shape");
+         }
+         CHECK(hostile::peak_rss_mib(pid) < before + 16);
+       }},
+  };
+
+  for (const auto& c : table) {
+    INFO("case: " << c.name);
+    c.attack(s);
+    REQUIRE(s.running());
+    still_serving(port);
+    CHECK(hostile::rss_mib(pid) < base_rss + 96);
+  }
+}
+
+TEST_CASE("hostile: a model whose config is not UTF-8 does not stop start-up", "[hostile]") {
+  hostile_repo repo;
+  server_process s({"--model-repository", repo.dir.string(), "--exit-on-error=false",
+                    "--strict-readiness=false"},
+                   false);
+  REQUIRE(s.http_port() > 0);
+  still_serving(s.http_port());
+  auto idx = request(s.http_port(), "POST", "/v2/repository/index", "");
+  CHECK(idx.body.find(R"("name":"bad_utf8")") != std::string::npos);
+}
+
+TEST_CASE("hostile: the accept loop backs off when descriptors run out", "[hostile]") {
+  // The server inherits a small descriptor limit; the test opens more connections than it may
+  // hold and checks that it neither spins nor stops serving once they are gone.
+  rlimit saved{};
+  ::getrlimit(RLIMIT_NOFILE, &saved);
+  rlimit small = saved;
+  small.rlim_cur = 96;
+  ::setrlimit(RLIMIT_NOFILE, &small);
+  std::unique_ptr<server_process> s;
+  try {
+    s = std::make_unique<server_process>(std::vector<std::string>{
+        "--model-repository", (source / "reference_server/models").string(), "--load-model", "simple",
+        "--model-control-mode=explicit"}, false);
+  } catch (...) {
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    throw;
+  }
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  const int port = s->http_port();
+  std::vector<std::unique_ptr<connection>> held;
+  for (int i = 0; i < 150; ++i) held.push_back(std::make_unique<connection>(port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto cpu0 = hostile::cpu_time(s->pid());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto cpu1 = hostile::cpu_time(s->pid());
+  CHECK(cpu1 - cpu0 < std::chrono::milliseconds(300));  // a busy loop burns ~1000 ms
+  held.clear();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(s->running());
+  still_serving(port);
+}
