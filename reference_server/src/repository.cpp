@@ -538,7 +538,7 @@ status check_model_name(std::string_view name) {
   if (blank) return {errc::invalid_arg, "Model name cannot be empty. Please enter a valid name to deploy."};
   if (name.find('/') != std::string_view::npos || name.find("..") != std::string_view::npos ||
       name.find('\\') != std::string_view::npos)
-    return {errc::invalid_arg, "invalid model name '" + std::string(name) +
+    return {errc::invalid_arg, "invalid model name '" + quote_input(name) +
                                    "', model name must not contain path traversal characters"};
   return {};
 }
@@ -729,7 +729,7 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
   std::int64_t version = -1;
   if ((st = parse_version(version_text, version))) return nullptr;
   std::shared_lock lock(mu_);
-  auto prefix = [&] { return "Request for unknown model: '" + std::string(name) + "'"; };
+  auto prefix = [&] { return "Request for unknown model: '" + quote_input(name) + "'"; };
   auto it = models_.find(name);
   if (it == models_.end() || it->second.versions.empty()) {
     st = {errc::not_found, prefix() + " is not found"};
@@ -782,10 +782,10 @@ std::vector<std::shared_ptr<model_version>> model_repository::stats_versions(
     }
   if (out.empty()) {
     if (version == -1 || !any_ready)
-      st = {errc::invalid_arg, "requested model '" + std::string(name) + "' is not available"};
+      st = {errc::invalid_arg, "requested model '" + quote_input(name) + "' is not available"};
     else
       st = {errc::invalid_arg,
-            "requested model version is not available for model '" + std::string(name) + "'"};
+            "requested model version is not available for model '" + quote_input(name) + "'"};
   }
   return out;
 }

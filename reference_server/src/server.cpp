@@ -217,7 +217,7 @@ v2::model_metadata describe_model(const server_state& s, const model_version& m,
 
 status check_trace_model(const server_state& s, std::string_view model) {
   if (model.empty() || s.repository.ready(model, "")) return {};
-  return {errc::invalid_arg, "Request for unknown model : " + std::string(model)};
+  return {errc::invalid_arg, "Request for unknown model : " + quote_input(model)};
 }
 
 status update_log_settings(server_state& s, const v2::log_settings& u) {

@@ -192,7 +192,7 @@ status shm_registry::status_of(std::string_view name, region_kind kind,
   }
   if (!name.empty() && found == 0)
     return {errc::not_found, std::string("Unable to find ") + (kind == region_kind::system ? "system" : "cuda") +
-                                 " shared memory region: '" + std::string(name) + "'"};
+                                 " shared memory region: '" + quote_input(name) + "'"};
   return {};
 }
 

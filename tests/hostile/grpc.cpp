@@ -1,0 +1,215 @@
+// Hostile and malformed input against inferwire-server's gRPC frontend: one table of cases.
+// After every case the server must still answer a correct inference over gRPC and HTTP, and
+// its resident memory and thread count must stay bounded.
+#include "../integration/harness.hpp"
+#include "proc.hpp"
+
+#include "grpc_service.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <thread>
+
+using namespace iwtest;
+namespace fs = std::filesystem;
+namespace pb = ::inference;
+
+namespace {
+
+const fs::path source(INFERWIRE_SOURCE_DIR);
+
+using stub_ptr = std::unique_ptr<pb::GRPCInferenceService::Stub>;
+
+stub_ptr make_stub(int port) {
+  // Each stub gets its own channel (and so its own connection).
+  grpc::ChannelArguments args;
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  args.SetMaxReceiveMessageSize(-1);
+  return pb::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
+}
+
+/// `simple` with INPUT0 = 0..15 and INPUT1 = 1, in raw contents.
+pb::ModelInferRequest simple_request() {
+  pb::ModelInferRequest q;
+  q.set_model_name("simple");
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    auto* in = q.add_inputs();
+    in->set_name(name);
+    in->set_datatype("INT32");
+    in->add_shape(1);
+    in->add_shape(16);
+    std::int32_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = std::strcmp(name, "INPUT0") == 0 ? i : 1;
+    q.add_raw_input_contents(std::string(reinterpret_cast<const char*>(v), sizeof v));
+  }
+  return q;
+}
+
+/// OUTPUT0[15] of a `simple` response (0..15 + 1).
+std::int32_t last_sum(const pb::ModelInferResponse& r) {
+  REQUIRE(r.raw_output_contents_size() >= 1);
+  std::int32_t v[16];
+  REQUIRE(r.raw_output_contents(0).size() == sizeof v);
+  std::memcpy(v, r.raw_output_contents(0).data(), sizeof v);
+  return v[15];
+}
+
+void still_serving(pb::GRPCInferenceService::Stub& stub, int http_port) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  pb::ModelInferResponse r;
+  auto st = stub.ModelInfer(&ctx, simple_request(), &r);
+  REQUIRE(st.ok());
+  CHECK(last_sum(r) == 16);
+  CHECK(request(http_port, "GET", "/v2/health/ready").status == 200);
+}
+
+std::size_t threads_of(pid_t pid) { return hostile::status_kib(pid, "Threads"); }
+
+struct grpc_case {
+  const char* name;
+  std::function<void()> attack;
+};
+
+}  // namespace
+
+TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the table", "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models").string(),
+                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true",
+                    "--strict-readiness=false"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  const pid_t pid = s.pid();
+  auto stub = make_stub(s.grpc_port());
+  still_serving(*stub, s.http_port());
+  const auto base_rss = hostile::rss_mib(pid);
+  const auto base_threads = threads_of(pid);
+
+  const std::vector<grpc_case> table = {
+      {"500 open streams do not hold a thread each",
+       [&] {
+         // Five connections with 100 streams each; every stream infers once and stays open.
+         std::vector<stub_ptr> stubs;
+         for (int i = 0; i < 5; ++i) stubs.push_back(make_stub(s.grpc_port()));
+         struct open_stream {
+           grpc::ClientContext ctx;
+           std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
+         };
+         std::vector<std::unique_ptr<open_stream>> streams;
+         const auto q = simple_request();
+         for (int i = 0; i < 500; ++i) {
+           auto os = std::make_unique<open_stream>();
+           os->rw = stubs[i % 5]->ModelStreamInfer(&os->ctx);
+           REQUIRE(os->rw->Write(q));
+           streams.push_back(std::move(os));
+         }
+         for (auto& os : streams) {
+           pb::ModelStreamInferResponse r;
+           REQUIRE(os->rw->Read(&r));
+           CHECK(r.error_message().empty());
+           CHECK(last_sum(r.infer_response()) == 16);
+         }
+         const auto threads = threads_of(pid);
+         INFO("server threads: " << base_threads << " before, " << threads << " with 500 open streams");
+         CHECK(threads < base_threads + 32);  // one thread per stream was 500 more
+         still_serving(*stub, s.http_port());
+         for (auto& os : streams) {
+           os->rw->WritesDone();
+           CHECK(os->rw->Finish().ok());
+         }
+       }},
+      {"a client that never reads its stream's responses is held back, not buffered",
+       [&] {
+         // Requests written as fast as the connection takes them, no reply read: the server
+         // stops reading once a few replies wait, so flow control stops the writer.
+         grpc::ClientContext ctx;
+         auto rw = stub->ModelStreamInfer(&ctx);
+         std::atomic<int> written{0};
+         std::thread writer([&] {
+           const auto q = simple_request();
+           while (written < 1000000 && rw->Write(q)) ++written;
+         });
+         std::this_thread::sleep_for(std::chrono::seconds(2));
+         const int after_2s = written;
+         std::this_thread::sleep_for(std::chrono::milliseconds(500));
+         INFO(after_2s << " requests written in 2 s, " << written << " after 2.5 s");
+         CHECK(written == after_2s);  // the writer is blocked
+         CHECK(written < 100000);
+         CHECK(hostile::rss_mib(pid) < base_rss + 64);
+         ctx.TryCancel();
+         writer.join();
+         rw->Finish();
+       }},
+      {"error texts do not echo a 1 MiB model name",
+       [&] {
+         auto q = simple_request();
+         q.set_model_name(std::string(1 << 20, 'M'));
+         grpc::ClientContext ctx;
+         pb::ModelInferResponse r;
+         auto st = stub->ModelInfer(&ctx, q, &r);
+         CHECK(st.error_code() == grpc::StatusCode::NOT_FOUND);
+         CHECK(st.error_message().size() < 10000);
+       }},
+      {"a stream error does not echo a 1 MiB input name",
+       [&] {
+         auto q = simple_request();
+         q.mutable_inputs(0)->set_name(std::string(1 << 20, 'N'));
+         grpc::ClientContext ctx;
+         auto rw = stub->ModelStreamInfer(&ctx);
+         REQUIRE(rw->Write(q));
+         pb::ModelStreamInferResponse r;
+         REQUIRE(rw->Read(&r));
+         CHECK_FALSE(r.error_message().empty());
+         CHECK(r.error_message().size() < 10000);
+         rw->WritesDone();
+         CHECK(rw->Finish().ok());
+       }},
+      {"100,000 inputs are refused at once",
+       [&] {
+         auto q = simple_request();
+         for (int i = 0; i < 100000; ++i) {
+           auto* in = q.add_inputs();
+           in->set_name("X" + std::to_string(i));
+           in->set_datatype("INT32");
+           in->add_shape(1);
+         }
+         grpc::ClientContext ctx;
+         pb::ModelInferResponse r;
+         const auto t0 = std::chrono::steady_clock::now();
+         auto st = stub->ModelInfer(&ctx, q, &r);
+         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+         CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+         CHECK(st.error_message() == "request has 100002 inputs, more than the 1024 allowed");
+       }},
+      {"a duplicate input name is refused",
+       [&] {
+         auto q = simple_request();
+         *q.add_inputs() = q.inputs(0);
+         q.add_raw_input_contents(q.raw_input_contents(0));
+         grpc::ClientContext ctx;
+         pb::ModelInferResponse r;
+         auto st = stub->ModelInfer(&ctx, q, &r);
+         CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+         CHECK_THAT(st.error_message(), Catch::Matchers::Contains("'INPUT0'"));
+       }},
+  };
+
+  for (const auto& c : table) {
+    INFO("case: " << c.name);
+    c.attack();
+    REQUIRE(s.running());
+    still_serving(*stub, s.http_port());
+    CHECK(hostile::rss_mib(pid) < base_rss + 96);
+  }
+  // Streams that ended give back whatever they held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(threads_of(pid) < base_threads + 32);
+}
