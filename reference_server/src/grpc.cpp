@@ -5,7 +5,7 @@
 // are decoded into the same v2 value types as HTTP and run through the same inference path.
 #include "grpc.hpp"
 
-#include "inference.hpp"
+#include "service.hpp"
 
 #include <inferwire/grpc/convert.hpp>
 #include <inferwire/version.hpp>
@@ -43,321 +43,167 @@ constexpr std::size_t max_grpc_error_text = 2048;
   return {static_cast<::grpc::StatusCode>(st.grpc_code()), quote_input(st.message(), max_grpc_error_text)};
 }
 
-std::uint64_t ns_since(clock::time_point t) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t).count());
-}
-
-void to_proto(const v2::statistic_duration& d, pb::StatisticDuration& out) {
-  out.set_count(d.count);
-  out.set_ns(d.ns);
-}
-
-void to_proto(const v2::model_statistics& m, pb::ModelStatistics& out) {
-  out.set_name(m.name);
-  out.set_version(m.version);
-  out.set_last_inference(m.last_inference);
-  out.set_inference_count(m.inference_count);
-  out.set_execution_count(m.execution_count);
-  auto* is = out.mutable_inference_stats();
-  const auto& s = m.inference_stats;
-  to_proto(s.success, *is->mutable_success());
-  to_proto(s.fail, *is->mutable_fail());
-  to_proto(s.queue, *is->mutable_queue());
-  to_proto(s.compute_input, *is->mutable_compute_input());
-  to_proto(s.compute_infer, *is->mutable_compute_infer());
-  to_proto(s.compute_output, *is->mutable_compute_output());
-  to_proto(s.cache_hit, *is->mutable_cache_hit());
-  to_proto(s.cache_miss, *is->mutable_cache_miss());
-  for (const auto& b : m.batch_stats) {
-    auto* pbs = out.add_batch_stats();
-    pbs->set_batch_size(b.batch_size);
-    to_proto(b.compute_input, *pbs->mutable_compute_input());
-    to_proto(b.compute_infer, *pbs->mutable_compute_infer());
-    to_proto(b.compute_output, *pbs->mutable_compute_output());
-  }
-  for (const auto& u : m.memory_usage) {
-    auto* mu = out.add_memory_usage();
-    mu->set_type(u.type);
-    mu->set_id(u.id);
-    mu->set_byte_size(u.byte_size);
-  }
-  for (const auto& [k, r] : m.response_stats) {
-    auto& rs = (*out.mutable_response_stats())[k];
-    to_proto(r.compute_infer, *rs.mutable_compute_infer());
-    to_proto(r.compute_output, *rs.mutable_compute_output());
-    to_proto(r.success, *rs.mutable_success());
-    to_proto(r.fail, *rs.mutable_fail());
-    to_proto(r.empty_response, *rs.mutable_empty_response());
-    to_proto(r.cancel, *rs.mutable_cancel());
-  }
-}
-
-// One inference: decoded, validated and executed, with its response (or the failure).
-struct infer_call {
-  std::shared_ptr<model_version> model;
-  v2::infer_request request;
-  tensor_places places;
-  std::int64_t batch_size = 1;
-  request_clock times;
-  v2::infer_response response;
-  bool model_known = false;  ///< failures after the lookup name the model in stream errors
-};
 
 class inference_service final : public pb::GRPCInferenceService::CallbackService {
  public:
-  explicit inference_service(server_state& s) : s_(s) {}
+  explicit inference_service(server_state& s) : svc_(s) {}
 
-  ::grpc::ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const pb::ServerLiveRequest*, pb::ServerLiveResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server exiting"};
+  // --- health and metadata ---------------------------------------------------------------------
+
+  ::grpc::ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const pb::ServerLiveRequest*,
+                                         pb::ServerLiveResponse* r) override {
+    return now(ctx, [&] {
+      if (auto st = svc_.live()) return to_grpc(st);
       r->set_live(true);
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const pb::ServerReadyRequest*, pb::ServerReadyResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      r->set_ready(s_.ready());
+  ::grpc::ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const pb::ServerReadyRequest*,
+                                          pb::ServerReadyResponse* r) override {
+    return now(ctx, [&] {
+      r->set_ready(svc_.ready());
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* q, pb::ModelReadyResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
-      r->set_ready(s_.repository.ready(q->name(), q->version()));
+  ::grpc::ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* q,
+                                         pb::ModelReadyResponse* r) override {
+    return now(ctx, [&] {
+      bool ready = false;
+      if (auto st = svc_.model_ready(q->name(), q->version(), ready)) return to_grpc(st);
+      r->set_ready(ready);
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const pb::ServerMetadataRequest*,
-                                pb::ServerMetadataResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      r->set_name(s_.opts.server_id);
-      r->set_version(INFERWIRE_VERSION_STRING);
-      for (const auto& e : server_extensions()) r->add_extensions(e);
+                                             pb::ServerMetadataResponse* r) override {
+    return now(ctx, [&] {
+      conv::to_proto(svc_.server_metadata(), *r);
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* q,
-                               pb::ModelMetadataResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      status st;
-      auto m = s_.repository.find(q->name(), q->version(), st);
-      if (!m) return to_grpc(st);
-      const v2::model_metadata md = describe_model(s_, *m, !q->version().empty());
-      r->set_name(md.name);
-      for (const auto& v : md.versions) r->add_versions(v);
-      r->set_platform(md.platform);
-      auto add = [](const std::vector<v2::tensor_metadata>& from, auto* to) {
-        for (const auto& t : from) {
-          auto* x = to->Add();
-          x->set_name(t.name);
-          x->set_datatype(std::string(wire_name(t.datatype)));
-          for (auto d : t.shape) x->add_shape(d);
-        }
-      };
-      add(md.inputs, r->mutable_inputs());
-      add(md.outputs, r->mutable_outputs());
+                                            pb::ModelMetadataResponse* r) override {
+    return now(ctx, [&] {
+      v2::model_metadata md;
+      if (auto st = svc_.model_metadata(q->name(), q->version(), md)) return to_grpc(st);
+      conv::to_proto(md, *r);
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* q, pb::ModelConfigResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      status st;
-      auto m = s_.repository.find(q->name(), q->version(), st);
-      if (!m) return to_grpc(st);
-      *r->mutable_config() = m->config->proto;
+  ::grpc::ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* q,
+                                          pb::ModelConfigResponse* r) override {
+    return now(ctx, [&] {
+      std::shared_ptr<const model_config> c;
+      if (auto st = svc_.model_configuration(q->name(), q->version(), c)) return to_grpc(st);
+      *r->mutable_config() = c->proto;
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const pb::ModelStatisticsRequest* q,
-                                 pb::ModelStatisticsResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      std::vector<std::shared_ptr<model_version>> versions;
-      if (q->name().empty()) {
-        versions = s_.repository.ready_versions();
-      } else {
-        status st;
-        versions = s_.repository.stats_versions(q->name(), q->version(), st);
-        if (st) return to_grpc(st);
-      }
-      for (const auto& v : versions) to_proto(v->stats.snapshot(v->name, v->version), *r->add_model_stats());
+                                              pb::ModelStatisticsResponse* r) override {
+    return now(ctx, [&] {
+      v2::statistics_response out;
+      if (auto st = svc_.statistics(q->name(), q->version(), out)) return to_grpc(st);
+      conv::to_proto(out, *r);
       return ::grpc::Status::OK;
     });
   }
 
-  // --- repository ----------------------------------------------------------------------------
+  // --- repository ------------------------------------------------------------------------------
 
   ::grpc::ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest* q,
-                                 pb::RepositoryIndexResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (!q->repository_name().empty())
-        return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
-      if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
-      for (const auto& e : s_.repository.index(q->ready())) {
-        auto* m = r->add_models();
-        m->set_name(e.name);
-        m->set_version(e.version);
-        m->set_state(e.state);
-        m->set_reason(e.reason);
-      }
+                                              pb::RepositoryIndexResponse* r) override {
+    return now(ctx, [&] {
+      std::vector<v2::repository_index_entry> index;
+      if (auto st = svc_.repository_index(q->repository_name(), q->ready(), index)) return to_grpc(st);
+      conv::to_proto(index, *r);
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx, const pb::RepositoryModelLoadRequest* q,
-                                     pb::RepositoryModelLoadResponse*) override {
-    return later(ctx, [=, this]() -> ::grpc::Status {
-      if (!q->repository_name().empty())
-        return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
-      if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
+                                                  pb::RepositoryModelLoadResponse*) override {
+    return later(ctx, [this, q] {
       v2::repository_load_request load;
-      for (const auto& [k, p] : q->parameters()) {
-        if (k == "config") {
-          if (p.parameter_choice_case() != pb::ModelRepositoryParameter::kStringParam)
-            return {::grpc::StatusCode::INVALID_ARGUMENT, "invalid value type for load parameter 'config', expected string_param."};
-          load.config = p.string_param();
-        } else if (k.rfind("file:", 0) == 0) {
-          if (p.parameter_choice_case() != pb::ModelRepositoryParameter::kBytesParam)
-            return {::grpc::StatusCode::INVALID_ARGUMENT,
-                    "invalid value type for load parameter '" + k + "', expected bytes_param."};
-          load.files.emplace_back(k.substr(5), p.bytes_param());
-        }
-      }
-      return to_grpc(s_.repository.load(q->model_name(), load));
+      if (auto st = conv::from_proto(*q, load)) return to_grpc(st);
+      return to_grpc(svc_.repository_load(q->repository_name(), q->model_name(), load));
     });
   }
-  ::grpc::ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx, const pb::RepositoryModelUnloadRequest* q,
-                                       pb::RepositoryModelUnloadResponse*) override {
-    return later(ctx, [=, this]() -> ::grpc::Status {
-      if (!q->repository_name().empty())
-        return {::grpc::StatusCode::UNIMPLEMENTED, "'repository_name' specification is not supported"};
-      if (s_.exiting) return {::grpc::StatusCode::UNAVAILABLE, "Server not ready"};
-      bool dependents = false;
-      if (auto it = q->parameters().find("unload_dependents"); it != q->parameters().end() &&
-          it->second.parameter_choice_case() == pb::ModelRepositoryParameter::kBoolParam)
-        dependents = it->second.bool_param();
-      return to_grpc(s_.repository.unload(q->model_name(), dependents));
+  ::grpc::ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
+                                                    const pb::RepositoryModelUnloadRequest* q,
+                                                    pb::RepositoryModelUnloadResponse*) override {
+    return later(ctx, [this, q] {
+      return to_grpc(svc_.repository_unload(q->repository_name(), q->model_name(),
+                                            conv::from_proto(*q).unload_dependents));
     });
   }
 
   // --- shared memory ---------------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(CallbackServerContext* ctx, const pb::SystemSharedMemoryStatusRequest* q,
-                                          pb::SystemSharedMemoryStatusResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(CallbackServerContext* ctx,
+                                                       const pb::SystemSharedMemoryStatusRequest* q,
+                                                       pb::SystemSharedMemoryStatusResponse* r) override {
+    return now(ctx, [&] {
       std::vector<v2::system_shm_status> v;
-      if (auto st = s_.shm.system_status(q->name(), v)) return to_grpc(st);
-      for (const auto& x : v) {
-        auto& e = (*r->mutable_regions())[x.name];
-        e.set_name(x.name);
-        e.set_key(x.key);
-        e.set_offset(x.offset);
-        e.set_byte_size(x.byte_size);
-      }
+      if (auto st = svc_.system_shm_status(q->name(), v)) return to_grpc(st);
+      conv::to_proto(v, *r);
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(CallbackServerContext* ctx, const pb::SystemSharedMemoryRegisterRequest* q,
-                                            pb::SystemSharedMemoryRegisterResponse*) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      return to_grpc(s_.shm.register_system({q->name(), q->key(), q->offset(), q->byte_size()}));
-    });
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(CallbackServerContext* ctx,
+                                                         const pb::SystemSharedMemoryRegisterRequest* q,
+                                                         pb::SystemSharedMemoryRegisterResponse*) override {
+    return now(ctx, [&] { return to_grpc(svc_.register_system_shm(conv::from_proto(*q))); });
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(CallbackServerContext* ctx, const pb::SystemSharedMemoryUnregisterRequest* q,
-                                              pb::SystemSharedMemoryUnregisterResponse*) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (auto st = s_.shm.check_allowed()) return to_grpc(st);
-      return to_grpc(s_.shm.unregister(region_kind::system, q->name()));
-    });
+  ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(CallbackServerContext* ctx,
+                                                           const pb::SystemSharedMemoryUnregisterRequest* q,
+                                                           pb::SystemSharedMemoryUnregisterResponse*) override {
+    return now(ctx, [&] { return to_grpc(svc_.unregister_shm(region_kind::system, q->name())); });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(CallbackServerContext* ctx, const pb::CudaSharedMemoryStatusRequest* q,
-                                        pb::CudaSharedMemoryStatusResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(CallbackServerContext* ctx,
+                                                     const pb::CudaSharedMemoryStatusRequest* q,
+                                                     pb::CudaSharedMemoryStatusResponse* r) override {
+    return now(ctx, [&] {
       std::vector<v2::cuda_shm_status> v;
-      if (auto st = s_.shm.cuda_status(q->name(), v)) return to_grpc(st);
-      for (const auto& x : v) {
-        auto& e = (*r->mutable_regions())[x.name];
-        e.set_name(x.name);
-        e.set_device_id(x.device_id);
-        e.set_byte_size(x.byte_size);
-      }
+      if (auto st = svc_.cuda_shm_status(q->name(), v)) return to_grpc(st);
+      conv::to_proto(v, *r);
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(CallbackServerContext* ctx, const pb::CudaSharedMemoryRegisterRequest* q,
-                                          pb::CudaSharedMemoryRegisterResponse*) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (auto st = s_.shm.check_allowed()) return to_grpc(st);
-      if (q->device_id() < 0)
-        return {::grpc::StatusCode::INVALID_ARGUMENT, "invalid device id " + std::to_string(q->device_id())};
-      return to_grpc(s_.shm.register_cuda(
-          {q->name(), q->raw_handle(), static_cast<std::uint64_t>(q->device_id()), q->byte_size()}));
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(CallbackServerContext* ctx,
+                                                       const pb::CudaSharedMemoryRegisterRequest* q,
+                                                       pb::CudaSharedMemoryRegisterResponse*) override {
+    return now(ctx, [&] {
+      v2::cuda_shm_register_request reg;
+      if (auto st = conv::from_proto(*q, reg)) return to_grpc(st);
+      return to_grpc(svc_.register_cuda_shm(reg));
     });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(CallbackServerContext* ctx, const pb::CudaSharedMemoryUnregisterRequest* q,
-                                            pb::CudaSharedMemoryUnregisterResponse*) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (auto st = s_.shm.check_allowed()) return to_grpc(st);
-      return to_grpc(s_.shm.unregister(region_kind::cuda, q->name()));
-    });
+  ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(CallbackServerContext* ctx,
+                                                         const pb::CudaSharedMemoryUnregisterRequest* q,
+                                                         pb::CudaSharedMemoryUnregisterResponse*) override {
+    return now(ctx, [&] { return to_grpc(svc_.unregister_shm(region_kind::cuda, q->name())); });
   }
 
   // --- trace and log settings ------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* TraceSetting(CallbackServerContext* ctx, const pb::TraceSettingRequest* q, pb::TraceSettingResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (auto st = check_trace_model(s_, q->model_name())) return to_grpc(st);
+  ::grpc::ServerUnaryReactor* TraceSetting(CallbackServerContext* ctx, const pb::TraceSettingRequest* q,
+                                           pb::TraceSettingResponse* r) override {
+    return now(ctx, [&] {
       v2::trace_settings result;
-      if (q->settings().empty()) {
-        result = s_.traces.get(q->model_name());
-      } else {
-        v2::trace_settings update;
-        for (const auto& [k, v] : q->settings()) {
-          if (v.value().empty()) update.settings[k] = std::nullopt;  // clears a model's override
-          else update.settings[k] = std::vector<std::string>(v.value().begin(), v.value().end());
-        }
-        if (auto st = s_.traces.update(q->model_name(), update, result)) return to_grpc(st);
-      }
-      for (const auto& [k, v] : result.settings) {
-        auto& out = (*r->mutable_settings())[k];
-        if (v)
-          for (const auto& x : *v) out.add_value(x);
-      }
+      const v2::trace_settings update = conv::trace_settings_from_proto(q->settings());
+      if (auto st = svc_.trace_settings(q->model_name(), q->settings().empty() ? nullptr : &update, result))
+        return to_grpc(st);
+      conv::to_proto(result, *r->mutable_settings());
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* LogSettings(CallbackServerContext* ctx, const pb::LogSettingsRequest* q, pb::LogSettingsResponse* r) override {
-    return now(ctx, [=, this]() -> ::grpc::Status {
-      if (!q->settings().empty()) {
-        v2::log_settings u;
-        using V = pb::LogSettingsRequest::SettingValue;
-        for (const auto& [k, v] : q->settings()) {
-          auto wrong = [&k](const char* expected) {
-            return ::grpc::Status(::grpc::StatusCode::INVALID_ARGUMENT,
-                                  "expect " + std::string(expected) + " for '" + k + "'");
-          };
-          if (k == "log_file" || k == "log_format") {
-            if (v.parameter_choice_case() != V::kStringParam) return wrong("string_param");
-            (k == "log_file" ? u.log_file : u.log_format) = v.string_param();
-          } else if (k == "log_info" || k == "log_warning" || k == "log_error") {
-            if (v.parameter_choice_case() != V::kBoolParam) return wrong("bool_param");
-            (k == "log_info" ? u.log_info : k == "log_warning" ? u.log_warning : u.log_error) = v.bool_param();
-          } else if (k == "log_verbose_level") {
-            if (v.parameter_choice_case() != V::kUint32Param) return wrong("uint32_param");
-            u.log_verbose_level = v.uint32_param();
-          } else {
-            return {::grpc::StatusCode::INVALID_ARGUMENT, "Unsupported log setting: '" + k + "'"};
-          }
-        }
-        if (auto st = update_log_settings(s_, u)) return to_grpc(st);
-      }
-      const v2::log_settings cur = current_log_settings(s_);
-      auto& m = *r->mutable_settings();
-      m["log_file"].set_string_param(cur.log_file.value_or(""));
-      m["log_info"].set_bool_param(cur.log_info.value_or(false));
-      m["log_warning"].set_bool_param(cur.log_warning.value_or(false));
-      m["log_error"].set_bool_param(cur.log_error.value_or(false));
-      m["log_verbose_level"].set_uint32_param(cur.log_verbose_level.value_or(0));
-      m["log_format"].set_string_param(cur.log_format.value_or("default"));
+  ::grpc::ServerUnaryReactor* LogSettings(CallbackServerContext* ctx, const pb::LogSettingsRequest* q,
+                                          pb::LogSettingsResponse* r) override {
+    return now(ctx, [&] {
+      v2::log_settings update, current;
+      if (auto st = conv::log_settings_from_proto(q->settings(), update)) return to_grpc(st);
+      if (auto st = svc_.log_settings(q->settings().empty() ? nullptr : &update, current)) return to_grpc(st);
+      conv::to_proto(current, *r->mutable_settings());
       return ::grpc::Status::OK;
     });
   }
@@ -423,7 +269,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   template <class F>
   ::grpc::ServerUnaryReactor* later(CallbackServerContext* ctx, F f) {
     auto* reactor = ctx->DefaultReactor();
-    boost::asio::post(s_.execution, [reactor, f = std::move(f)]() mutable { reactor->Finish(guarded_grpc(f)); });
+    boost::asio::post(svc_.state().execution, [reactor, f = std::move(f)]() mutable { reactor->Finish(guarded_grpc(f)); });
     return reactor;
   }
 
@@ -507,7 +353,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       out.set_error_message(quote_input(st.message(), max_error_text));  // a message field, not a trailer
       auto* ir = out.mutable_infer_response();
       ir->set_id(request_.id());
-      if (call.model_known) {
+      if (call.model) {
         ir->set_model_name(request_.model_name());
         ir->set_model_version(request_.model_version());
       }
@@ -578,60 +424,25 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     std::optional<::grpc::Status> pending_finish_;
   };
 
-  // Lookup, decoding, shared memory and validation. Failures after the lookup count in the
-  // model's statistics.
+  // Lookup, decoding, shared memory and validation (a failure after the lookup counts in the
+  // model's statistics).
   status prepare(const pb::ModelInferRequest& q, infer_call& call, bool refuse_decoupled = false) {
-    call.times.received = clock::now();
-    status st;
-    call.model = s_.repository.find(q.model_name(), q.model_version(), st);
-    if (!call.model) return st;
-    call.model_known = true;
+    if (auto st = svc_.find_model(q.model_name(), q.model_version(), call)) return st;
     const model_config& c = *call.model->config;
+    // Upstream's ModelInfer handler refuses decoupled models with this text (HTTP has its own).
     if (refuse_decoupled && c.decoupled)
       return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
-    auto fail = [&](status e) {
-      call.model->stats.record_failure(ns_since(call.times.received), false);
-      return e;
-    };
-    if (auto e = conv::decode_infer_request(q, c.name, call.request)) return fail(std::move(e));
-    if (auto e = resolve_shared_memory(s_.shm, call.request, call.places)) return fail(std::move(e));
-    if (auto e = validate_request(c, call.request, call.batch_size)) return fail(std::move(e));
-    return {};
+    if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
+    return svc_.admit(call);
   }
 
-  // Runs the call inline when it is small, else on the execution pool behind the model's
-  // instance gate; `done` gets the result (on whichever thread ran it). Nothing waits.
-  template <class Done>
+  // Runs the call through the service; `done` gets the result on whichever thread ran it.
   void execute(const std::shared_ptr<infer_call>& call, CallbackServerContext* ctx, const response_sink* sink,
-               Done done) {
-    call->times.queued = clock::now();
-    const status cancelled{errc::cancelled, "the client cancelled the request"};
-    if (ctx->IsCancelled()) return done(cancelled);
-    if (!sink && runs_inline(*call->model, call->request, call->places))
-      return done(guarded([&] {
-        return execute_request(*call->model, call->request, call->batch_size, call->times, call->response,
-                               &call->places);
-      }));
-    auto& pool = s_.execution;
-    auto launch = [&pool](instance_gate::job j) { boost::asio::post(pool, std::move(j)); };
-    auto work = [call, ctx, sink, done, launch, cancelled]() mutable {
-      // A request that waited in the queue while its client gave up is not executed.
-      response_sink checked;
-      if (sink) checked = [&](v2::infer_response&& r) { return !ctx->IsCancelled() && (*sink)(std::move(r)); };
-      status st = ctx->IsCancelled() ? cancelled : guarded([&] {
-        return execute_request(*call->model, call->request, call->batch_size, call->times, call->response,
-                               &call->places, sink ? &checked : nullptr);
-      });
-      call->model->instances.release(launch);
-      done(std::move(st));
-    };
-    if (!call->model->instances.submit(std::move(work), launch)) {
-      call->model->stats.record_failure(ns_since(call->times.received), false);
-      done(status{errc::unavailable, "Exceeds maximum queue size"});
-    }
+               std::function<void(status)> done) {
+    svc_.infer(call, {sink, [ctx] { return ctx->IsCancelled(); }}, std::move(done));
   }
 
-  server_state& s_;
+  service svc_;
 };
 
 class health_service final : public ::grpc::health::v1::Health::CallbackService {

@@ -1,8 +1,8 @@
 // HTTP/1.1 frontend: connection handling (keep-alive, pipelining, chunked bodies, Expect,
 // limits, timeouts) and the v2 endpoints of v2-protocol §1. The same session type serves the
 // metrics port.
-#include "inference.hpp"
 #include "server.hpp"
+#include "service.hpp"
 
 #include <inferwire/http/compression.hpp>
 #include <inferwire/http/route.hpp>
@@ -10,6 +10,7 @@
 #include <inferwire/v2/json.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -39,6 +40,9 @@ namespace {
 
 constexpr std::size_t header_limit = 64 * 1024;
 constexpr std::size_t max_chunks = 65536;
+// Nesting allowed in control bodies (repository index), far above the infer body's limit but
+// low enough that freeing the parsed value cannot exhaust an I/O thread's stack.
+constexpr std::size_t control_json_depth = 10000;
 // A connection that makes no progress for this long (while the server is not working on its
 // request) is closed: idle keep-alive connections and stalled clients alike.
 constexpr auto stall_timeout = std::chrono::seconds(120);
@@ -168,19 +172,13 @@ class body_buffer {
   byte_budget::charge charge_;
 };
 
-/// An infer request in flight: the request owns the bytes every view points into.
-struct infer_job {
+/// An infer request in flight: the service's call (its shared-memory places hold their regions
+/// until the reply is sent) and the HTTP request that owns the bytes every view points into.
+struct infer_job : infer_call {
   request_t req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
-  std::shared_ptr<model_version> model;
-  v2::infer_request request;
-  v2::infer_response response;
   v2::encoded_body encoded;
-  std::string compressed;
-  std::int64_t batch_size = 1;
-  request_clock times;
-  tensor_places places;  ///< shared-memory tensors; holds their regions until the reply is sent
 };
 
 std::string iso_lower(std::string_view s) {
@@ -194,7 +192,7 @@ std::string iso_lower(std::string_view s) {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket socket, server_state& s, bool metrics)
-      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), metrics_(metrics) {
+      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), svc_(s), metrics_(metrics) {
     chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
       if (size > 0 && ++chunks_ > max_chunks) {
         chunk_overflow_ = true;
@@ -484,23 +482,26 @@ class session : public std::enable_shared_from_this<session> {
     switch (route.kind) {
       case endpoint::health_live:
         if (!get) return write(not_allowed());
-        if (s_.exiting) return write(error_reply(503, "Server exiting"));
+        if (auto st = svc_.live()) return write(error_reply(st));
         return write(empty_reply(200));
       case endpoint::health_ready:
         if (!get) return write(not_allowed());
-        return write(empty_reply(s_.ready() ? 200 : 400));
+        return write(empty_reply(svc_.ready() ? 200 : 400));
       case endpoint::server_metadata:
         if (!get) return write(not_allowed());
         return write(json_reply(s_.metadata_json));
       case endpoint::model_metadata:
         if (!get) return write(not_allowed());
         return write(model_metadata(route));
-      case endpoint::model_ready:
+      case endpoint::model_ready: {
         if (!get) return write(not_allowed());
-        if (s_.exiting) return write(error_reply(503, "Server not ready"));
-        if (!s_.repository.ready(route.model, route.version))
-          return write(error_reply(400, "Model version not ready"));
+        bool ready = false;
+        if (auto st = svc_.model_ready(route.model, route.version, ready)) return write(error_reply(st));
+        // Upstream's HTTP frontend answers a model that is not ready with 400 and this text
+        // (gRPC answers ready = false).
+        if (!ready) return write(error_reply(400, "Model version not ready"));
         return write(empty_reply(200));
+      }
       case endpoint::model_config:
         if (!get) return write(not_allowed());
         return write(model_config_reply(route));
@@ -539,38 +540,28 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   reply model_metadata(const inferwire::http::route& r) {
-    status st;
-    auto m = s_.repository.find(r.model, r.version, st);
-    if (!m) return error_reply(st);
-    const v2::model_metadata md = describe_model(s_, *m, !r.version.empty());
+    v2::model_metadata md;
+    if (auto st = svc_.model_metadata(r.model, r.version, md)) return error_reply(st);
     return json_reply(boost::json::serialize(boost::json::value_from(md)));
   }
 
   reply model_config_reply(const inferwire::http::route& r) {
-    status st;
-    auto m = s_.repository.find(r.model, r.version, st);
-    if (!m) return error_reply(st);
-    return json_reply(m->config->json);
+    std::shared_ptr<const model_config> c;
+    if (auto st = svc_.model_configuration(r.model, r.version, c)) return error_reply(st);
+    return json_reply(c->json);
   }
 
   reply statistics(const inferwire::http::route& r) {
     v2::statistics_response out;
-    if (r.kind == endpoint::all_stats) {
-      for (const auto& v : s_.repository.ready_versions())
-        out.model_stats.push_back(v->stats.snapshot(v->name, v->version));
-    } else {
-      status st;
-      auto versions = s_.repository.stats_versions(r.model, r.version, st);
-      if (st) return error_reply(st);
-      for (const auto& v : versions) out.model_stats.push_back(v->stats.snapshot(v->name, v->version));
-    }
+    if (auto st = svc_.statistics(r.kind == endpoint::all_stats ? std::string_view() : r.model, r.version, out))
+      return error_reply(st);
     return json_reply(boost::json::serialize(boost::json::value_from(out)));
   }
 
   template <class T>
-  status parse_body_as(std::string_view body, T& out) {
+  status parse_body_as(std::string_view body, T& out, std::size_t max_depth = v2::max_json_depth) {
     status st;
-    boost::json::value jv = v2::parse_json(body, st);
+    boost::json::value jv = v2::parse_json(body, st, max_depth);
     if (st) return st;
     try {
       out = boost::json::value_to<T>(jv);
@@ -587,109 +578,107 @@ class session : public std::enable_shared_from_this<session> {
   reply shared_memory(const inferwire::http::route& r, std::string_view body) {
     const bool system = r.kind == endpoint::system_shm;
     const auto kind = system ? region_kind::system : region_kind::cuda;
-    shm_registry& reg = s_.shm;
     if (r.action == "status") {
       boost::json::array out;
       status st;
       if (system) {
         std::vector<v2::system_shm_status> v;
-        st = reg.system_status(r.region, v);
+        st = svc_.system_shm_status(r.region, v);
         for (const auto& x : v) out.push_back(boost::json::value_from(x));
       } else {
         std::vector<v2::cuda_shm_status> v;
-        st = reg.cuda_status(r.region, v);
+        st = svc_.cuda_shm_status(r.region, v);
         for (const auto& x : v) out.push_back(boost::json::value_from(x));
       }
       if (st) return error_reply(st);
       return json_reply(boost::json::serialize(out));
     }
-    if (auto st = reg.check_allowed()) return error_reply(st);
     if (r.action == "unregister") {
-      if (auto st = reg.unregister(kind, r.region)) return error_reply(st);
+      if (auto st = svc_.unregister_shm(kind, r.region)) return error_reply(st);
       return empty_reply(200);
     }
-    // register (the name is checked before the body is parsed)
+    // Register. Upstream's HTTP frontend checks the permission, then the region name of the
+    // URL, before it parses the body; the name check and its text are HTTP's alone.
+    if (auto st = s_.shm.check_allowed()) return error_reply(st);
     if (auto st = shm_registry::require_name(kind, r.region)) return error_reply(st);
     status st;
     if (system) {
       v2::system_shm_register_request q;
       if (auto e = parse_body_as(body, q)) return error_reply(e);
       q.name = r.region;
-      st = reg.register_system(q);
+      st = svc_.register_system_shm(q);
     } else {
       v2::cuda_shm_register_request q;
       if (auto e = parse_body_as(body, q)) return error_reply(e);
       q.name = r.region;
-      st = reg.register_cuda(q);
+      st = svc_.register_cuda_shm(q);
     }
     if (st) return error_reply(st);
     return empty_reply(200);
   }
 
   reply trace(const inferwire::http::route& r, const request_t& req) {
-    std::string model;
+    std::string_view model;
     if (r.kind == endpoint::model_trace) {
       if (!r.version.empty()) return error_reply(404, "Not Found");
-      if (auto st = check_trace_model(s_, r.model)) return error_reply(st);
       model = r.model;
     }
     v2::trace_settings result;
-    if (req.method() == bhttp::verb::get) {
-      result = s_.traces.get(model);
-    } else {
-      v2::trace_settings update;
-      if (auto st = parse_body_as(req.body(), update)) return error_reply(st);
-      if (auto st = s_.traces.update(model, update, result)) return error_reply(st);
-    }
+    std::optional<v2::trace_settings> update;
+    if (req.method() != bhttp::verb::get)
+      if (auto st = parse_body_as(req.body(), update.emplace())) return error_reply(st);
+    if (auto st = svc_.trace_settings(model, update ? &*update : nullptr, result)) return error_reply(st);
     return json_reply(boost::json::serialize(boost::json::value_from(result)));
   }
 
   reply logging(const request_t& req) {
-    if (req.method() == bhttp::verb::post) {
-      v2::log_settings u;
-      if (auto st = parse_body_as(req.body(), u)) return error_reply(st);
-      if (auto st = update_log_settings(s_, u)) return error_reply(st);
-    }
-    const v2::log_settings cur = current_log_settings(s_);
-    return json_reply(boost::json::serialize(boost::json::value_from(cur)));
+    std::optional<v2::log_settings> update;
+    if (req.method() == bhttp::verb::post)
+      if (auto st = parse_body_as(req.body(), update.emplace())) return error_reply(st);
+    v2::log_settings current;
+    if (auto st = svc_.log_settings(update ? &*update : nullptr, current)) return error_reply(st);
+    return json_reply(boost::json::serialize(boost::json::value_from(current)));
   }
 
   // --- model repository ----------------------------------------------------------------------
 
   void repository_index(const request_t& req) {
-    if (s_.exiting) return write(error_reply(503, "Server not ready"));
     v2::repository_index_request q;
+    // The infer body's nesting limit is not the index body's: as upstream, a deeply nested
+    // 'ready' is an invalid value, not a nesting error.
     if (!req.body().empty())
-      if (auto st = parse_body_as(req.body(), q)) return write(error_reply(st));
+      if (auto st = parse_body_as(req.body(), q, control_json_depth)) return write(error_reply(st));
+    std::vector<v2::repository_index_entry> index;
+    // Upstream's HTTP frontend ignores the repository name of the index URL (gRPC refuses one).
+    if (auto st = svc_.repository_index("", q.ready.value_or(false), index))
+      return write(error_reply(st));
     boost::json::array out;
-    for (const auto& e : s_.repository.index(q.ready.value_or(false)))
-      out.push_back(boost::json::value_from(e));
+    for (const auto& e : index) out.push_back(boost::json::value_from(e));
     write(json_reply(boost::json::serialize(out)));
   }
 
   // Load and unload run on the execution pool: they are synchronous for the client (the reply
   // comes when they finished) but never hold an I/O thread.
   void repository_control(const inferwire::http::route& r, request_t&& req) {
-    if (!r.repository.empty())
-      return write(error_reply(501, "'repository_name' specification is not supported"));
-    if (s_.exiting) return write(error_reply(503, "Server not ready"));
+    if (auto st = svc_.repository_available(r.repository)) return write(error_reply(st));
     const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
     if (auto st = v2::check_json_size(req.body().size(), limits)) return write(error_reply(st));
     auto shared = std::make_shared<request_t>(std::move(req));
     const bool load = r.kind == endpoint::repository_load;
     executing_ = true;
-    net::post(s_.execution, [self = shared_from_this(), shared, load, model = std::string(r.model)] {
+    net::post(s_.execution, [self = shared_from_this(), shared, load, model = std::string(r.model),
+                             repository = std::string(r.repository)] {
       status st;
-      try {
+      const std::string& body = shared->body();
       if (load) {
         v2::repository_load_request q;
-        if (!shared->body().empty()) st = self->parse_body_as(shared->body(), q);
-        if (!st) st = self->s_.repository.load(model, q);
+        if (!body.empty()) st = self->parse_body_as(body, q);
+        if (!st) st = self->svc_.repository_load(repository, model, q);
       } else {
         // As upstream: a malformed unload_dependents is ignored (unload without dependents).
         v2::repository_unload_request q;
-        if (!shared->body().empty()) {
-          boost::json::value jv = v2::parse_json(shared->body(), st);
+        if (!body.empty()) {
+          boost::json::value jv = v2::parse_json(body, st);
           if (!st) {
             try {
               q = boost::json::value_to<v2::repository_unload_request>(jv);
@@ -698,11 +687,7 @@ class session : public std::enable_shared_from_this<session> {
             }
           }
         }
-        if (!st) st = self->s_.repository.unload(model, q.unload_dependents);
-      }
-      } catch (const std::exception& e) {
-        st = {errc::internal, "failed to " + std::string(load ? "load" : "unload") + " '" +
-                                  quote_input(model) + "': " + quote_input(e.what())};
+        if (!st) st = self->svc_.repository_unload(repository, model, q.unload_dependents);
       }
       reply rep = st ? error_reply(st) : empty_reply(200);
       net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
@@ -717,24 +702,16 @@ class session : public std::enable_shared_from_this<session> {
   void infer(const inferwire::http::route& r, request_t&& req,
              std::shared_ptr<body_buffer> big) {
     auto job = std::make_shared<infer_job>();
-    job->times.received = clock::now();
-    status st;
-    job->model = s_.repository.find(r.model, r.version, st);
-    if (!job->model) return write(error_reply(st));
+    if (auto st = svc_.find_model(r.model, r.version, *job)) return write(error_reply(st));
     const model_config& c = *job->model->config;
+    // Upstream's HTTP frontend refuses decoupled models with this text (gRPC's ModelInfer has
+    // its own; ModelStreamInfer serves them).
     if (c.decoupled)
       return write(error_reply(
           501, "HTTP end point doesn't support models with decoupled transaction policy"));
     job->req = std::move(req);
     job->big_body = std::move(big);
-    auto fail = [&](status e) {
-      job->model->stats.record_failure(
-          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         clock::now() - job->times.received)
-                                         .count()),
-          false);
-      write(error_reply(e));
-    };
+    auto fail = [&](status e) { write(error_reply(svc_.failed(*job, std::move(e)))); };
 
     // Step 2: Content-Encoding.
     std::string_view body = job->big_body ? job->big_body->view() : std::string_view(job->req.body());
@@ -752,6 +729,7 @@ class session : public std::enable_shared_from_this<session> {
       body = job->inflated;
     }
     // Steps 3 and 4: lengths.
+    status st;
     std::size_t content_length = body.size();
     if (*coding == inferwire::http::content_coding::identity) {
       if (auto it = job->req.find(bhttp::field::content_length); it != job->req.end()) {
@@ -774,39 +752,26 @@ class session : public std::enable_shared_from_this<session> {
       if (auto e = v2::deduce_raw_input(job->request, c.name, inputs, c.batching(), limits))
         return fail(e);
     }
-    if (auto e = resolve_shared_memory(s_.shm, job->request, job->places)) return fail(e);
-    if (auto e = validate_request(c, job->request, job->batch_size)) return fail(e);
-
-    job->times.queued = clock::now();
-    std::string accept(job->req[bhttp::field::accept_encoding]);
-    if (runs_inline(*job->model, job->request, job->places)) {
-      reply rep = run(*job, accept);
-      rep.owner = job;
-      return write(std::move(rep));
-    }
+    // Steps 10 and 11, then the run: inline for small requests (done is called before infer
+    // returns, on this I/O thread), otherwise on the execution pool.
+    if (auto e = svc_.admit(*job)) return write(error_reply(e));
     executing_ = true;
-    // At most `instance count` executions of a model version at once; the rest queue.
-    auto& pool = s_.execution;
-    auto launch = [&pool](instance_gate::job j) { net::post(pool, std::move(j)); };
-    auto work = [self = shared_from_this(), job, accept = std::move(accept), launch]() mutable {
-      reply rep = self->run_guarded(*job, accept);
+    svc_.infer(job, {}, [self = shared_from_this(), job, accept = std::string(job->req[bhttp::field::accept_encoding])](
+                            status done) {
+      reply rep = self->respond(*job, done, accept);
       rep.owner = job;
-      job->model->instances.release(launch);
-      net::post(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
+      net::dispatch(self->socket_.get_executor(), [self, rep = std::move(rep)]() mutable {
         self->executing_ = false;
         self->write(std::move(rep));
       });
-    };
-    if (!job->model->instances.submit(std::move(work), launch)) {
-      executing_ = false;
-      return fail({errc::unavailable, "Exceeds maximum queue size"});
-    }
+    });
   }
 
-  // run() on the execution pool, where nothing may escape: a failure is this request's reply.
-  reply run_guarded(infer_job& job, const std::string& accept) noexcept {
+  // The reply of a finished inference, where nothing may escape: a failure is its reply.
+  reply respond(infer_job& job, const status& done, const std::string& accept) noexcept {
     try {
-      return run(job, accept);
+      if (done) return error_reply(done);
+      return encode(job, accept);
     } catch (const std::bad_alloc&) {
       return error_reply(500, "failed to allocate memory for the request");
     } catch (const std::exception& e) {
@@ -814,11 +779,11 @@ class session : public std::enable_shared_from_this<session> {
     }
   }
 
-  // Runs on the execution pool (or inline on the I/O thread, inside dispatch()).
-  reply run(infer_job& job, const std::string& accept) {
-    if (auto st = execute_request(*job.model, job.request, job.batch_size, job.times, job.response,
-                                  &job.places))
-      return error_reply(st);
+  // The HTTP form of a response: each output in binary or JSON as the request's binary_data
+  // parameters ask (outputs in shared memory stay there), then Accept-Encoding.
+  reply encode(infer_job& job, const std::string& accept) {
+    for (auto& o : job.response.outputs)
+      if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
     if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
     reply rep;
     const bool binary = job.encoded.has_binary_data();
@@ -851,6 +816,7 @@ class session : public std::enable_shared_from_this<session> {
   std::shared_ptr<body_buffer> direct_body_;
   std::string head_;
   server_state& s_;
+  service svc_;
   bool metrics_;
   std::optional<bhttp::request_parser<growing_body>> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;

@@ -456,7 +456,11 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
       v2::infer_output* o = take(name);
       if (!o) return {};  // the backend did not produce it (e.g. from an absent optional input)
       v2::infer_output out = std::move(*o);
-      out.encoding = v2::output_encoding(r, name);
+      // Shared memory is the transport-independent destination; binary or JSON is the HTTP
+      // frontend's choice (binary_data), made when it encodes the response.
+      out.encoding = v2::tensor_encoding::binary;
+      for (const auto& ro : r.outputs)
+        if (ro.name == name && ro.shm) out.encoding = v2::tensor_encoding::shared_memory;
       if (out.encoding == v2::tensor_encoding::shared_memory && places) {
         for (const auto& [n, p] : places->outputs) {
           if (n != name) continue;

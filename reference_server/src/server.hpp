@@ -130,17 +130,4 @@ void stop_listener(listener& l);
 /// The extensions this server implements, in the order of v2-protocol §3.
 std::vector<std::string> server_extensions();
 
-/// Model metadata of `m` (HTTP and gRPC): its versions are the one asked for
-/// (`version_given`) or every ready version; shapes get a leading -1 when the model batches.
-v2::model_metadata describe_model(const server_state& s, const model_version& m, bool version_given);
-
-/// Trace settings of `model` ("" = global) need a ready model (HTTP and gRPC).
-status check_trace_model(const server_state& s, std::string_view model);
-
-/// Applies a log-settings update with Triton's checks (the log file cannot change; the format
-/// is "default" or "ISO8601").
-status update_log_settings(server_state& s, const v2::log_settings& update);
-/// The current log settings.
-v2::log_settings current_log_settings(const server_state& s);
-
 }  // namespace inferwire::server
