@@ -190,7 +190,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
                                            pb::TraceSettingResponse* r) override {
     return now(ctx, [&] {
       v2::trace_settings result;
-      const v2::trace_settings update = conv::trace_settings_from_proto(q->settings());
+      const v2::trace_settings update = conv::trace_settings_from_proto(q->settings(), true);
       if (auto st = svc_.trace_settings(q->model_name(), q->settings().empty() ? nullptr : &update, result))
         return to_grpc(st);
       conv::to_proto(result, *r->mutable_settings());

@@ -224,7 +224,7 @@ class client {
   v2::server_metadata server_metadata(error_code& ec, const call_options& co = {}) {
     pb::ServerMetadataResponse r;
     unary(&stub_type::ServerMetadata, pb::ServerMetadataRequest{}, r, ec, co);
-    return {r.name(), r.version(), {r.extensions().begin(), r.extensions().end()}};
+    return from_proto(r);
   }
   v2::server_metadata server_metadata(const call_options& co = {}) {
     return detail::throwing([&](error_code& ec) { return server_metadata(ec, co); });
@@ -237,17 +237,7 @@ class client {
     q.set_version(version);
     pb::ModelMetadataResponse r;
     unary(&stub_type::ModelMetadata, q, r, ec, co);
-    v2::model_metadata m;
-    m.name = r.name();
-    m.versions.assign(r.versions().begin(), r.versions().end());
-    m.platform = r.platform();
-    auto add = [](const auto& from, std::vector<v2::tensor_metadata>& to) {
-      for (const auto& t : from)
-        to.push_back({t.name(), parse_data_type(t.datatype()), shape_t(t.shape().begin(), t.shape().end())});
-    };
-    add(r.inputs(), m.inputs);
-    add(r.outputs(), m.outputs);
-    return m;
+    return from_proto(r);
   }
   v2::model_metadata model_metadata(const std::string& model, const std::string& version = "",
                                     const call_options& co = {}) {
@@ -280,27 +270,7 @@ class client {
     q.set_version(version);
     pb::ModelStatisticsResponse r;
     unary(&stub_type::ModelStatistics, q, r, ec, co);
-    v2::statistics_response out;
-    auto d = [](const pb::StatisticDuration& x) { return v2::statistic_duration{x.count(), x.ns()}; };
-    for (const auto& m : r.model_stats()) {
-      v2::model_statistics s;
-      s.name = m.name();
-      s.version = m.version();
-      s.last_inference = m.last_inference();
-      s.inference_count = m.inference_count();
-      s.execution_count = m.execution_count();
-      const auto& i = m.inference_stats();
-      s.inference_stats = {d(i.success()),       d(i.fail()),           d(i.queue()),     d(i.compute_input()),
-                           d(i.compute_infer()), d(i.compute_output()), d(i.cache_hit()), d(i.cache_miss())};
-      for (const auto& b : m.batch_stats())
-        s.batch_stats.push_back({b.batch_size(), d(b.compute_input()), d(b.compute_infer()), d(b.compute_output())});
-      for (const auto& u : m.memory_usage()) s.memory_usage.push_back({u.type(), u.id(), u.byte_size()});
-      for (const auto& [k, x] : m.response_stats())
-        s.response_stats[k] = {d(x.compute_infer()), d(x.compute_output()), d(x.success()),
-                               d(x.fail()),          d(x.empty_response()), d(x.cancel())};
-      out.model_stats.push_back(std::move(s));
-    }
-    return out;
+    return from_proto(r);
   }
   v2::statistics_response model_statistics(const std::string& model = "", const std::string& version = "",
                                            const call_options& co = {}) {
@@ -314,9 +284,7 @@ class client {
     q.set_ready(ready_only);
     pb::RepositoryIndexResponse r;
     unary(&stub_type::RepositoryIndex, q, r, ec, co);
-    std::vector<v2::repository_index_entry> out;
-    for (const auto& m : r.models()) out.push_back({m.name(), m.version(), m.state(), m.reason()});
-    return out;
+    return from_proto(r);
   }
   std::vector<v2::repository_index_entry> repository_index(bool ready_only = false, const call_options& co = {}) {
     return detail::throwing([&](error_code& ec) { return repository_index(ready_only, ec, co); });
@@ -327,8 +295,7 @@ class client {
                   const call_options& co = {}) {
     pb::RepositoryModelLoadRequest q;
     q.set_model_name(model);
-    if (load.config) (*q.mutable_parameters())["config"].set_string_param(*load.config);
-    for (const auto& [path, bytes] : load.files) (*q.mutable_parameters())["file:" + path].set_bytes_param(bytes);
+    to_proto(load, q);
     pb::RepositoryModelLoadResponse r;
     unary(&stub_type::RepositoryModelLoad, q, r, ec, co);
   }
@@ -338,7 +305,7 @@ class client {
   void unload_model(const std::string& model, bool unload_dependents, error_code& ec, const call_options& co = {}) {
     pb::RepositoryModelUnloadRequest q;
     q.set_model_name(model);
-    if (unload_dependents) (*q.mutable_parameters())["unload_dependents"].set_bool_param(true);
+    to_proto(v2::repository_unload_request{unload_dependents}, q);
     pb::RepositoryModelUnloadResponse r;
     unary(&stub_type::RepositoryModelUnload, q, r, ec, co);
   }
@@ -351,10 +318,7 @@ class client {
   void register_system_shared_memory(const v2::system_shm_register_request& q, error_code& ec,
                                      const call_options& co = {}) {
     pb::SystemSharedMemoryRegisterRequest m;
-    m.set_name(q.name);
-    m.set_key(q.key);
-    m.set_offset(q.offset);
-    m.set_byte_size(q.byte_size);
+    to_proto(q, m);
     pb::SystemSharedMemoryRegisterResponse r;
     unary(&stub_type::SystemSharedMemoryRegister, m, r, ec, co);
   }
@@ -377,10 +341,7 @@ class client {
     m.set_name(name);
     pb::SystemSharedMemoryStatusResponse r;
     unary(&stub_type::SystemSharedMemoryStatus, m, r, ec, co);
-    std::vector<v2::system_shm_status> out;
-    for (const auto& [k, s] : r.regions()) out.push_back({s.name(), s.key(), s.offset(), s.byte_size()});
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    return out;
+    return from_proto(r);
   }
   std::vector<v2::system_shm_status> system_shared_memory_status(const std::string& name = "",
                                                                  const call_options& co = {}) {
@@ -389,10 +350,7 @@ class client {
   /// `q.raw_handle` holds the 64 raw bytes of a cudaIpcMemHandle_t.
   void register_cuda_shared_memory(const v2::cuda_shm_register_request& q, error_code& ec, const call_options& co = {}) {
     pb::CudaSharedMemoryRegisterRequest m;
-    m.set_name(q.name);
-    m.set_raw_handle(q.raw_handle);
-    m.set_device_id(static_cast<std::int64_t>(q.device_id));
-    m.set_byte_size(q.byte_size);
+    to_proto(q, m);
     pb::CudaSharedMemoryRegisterResponse r;
     unary(&stub_type::CudaSharedMemoryRegister, m, r, ec, co);
   }
@@ -414,10 +372,7 @@ class client {
     m.set_name(name);
     pb::CudaSharedMemoryStatusResponse r;
     unary(&stub_type::CudaSharedMemoryStatus, m, r, ec, co);
-    std::vector<v2::cuda_shm_status> out;
-    for (const auto& [k, s] : r.regions()) out.push_back({s.name(), s.device_id(), s.byte_size()});
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    return out;
+    return from_proto(r);
   }
   std::vector<v2::cuda_shm_status> cuda_shared_memory_status(const std::string& name = "", const call_options& co = {}) {
     return detail::throwing([&](error_code& ec) { return cuda_shared_memory_status(name, ec, co); });
@@ -431,16 +386,10 @@ class client {
                                     const call_options& co = {}) {
     pb::TraceSettingRequest q;
     q.set_model_name(model);
-    for (const auto& [k, v] : update.settings) {
-      auto& s = (*q.mutable_settings())[k];
-      if (v)
-        for (const auto& x : *v) s.add_value(x);
-    }
+    to_proto(update, *q.mutable_settings());
     pb::TraceSettingResponse r;
     unary(&stub_type::TraceSetting, q, r, ec, co);
-    v2::trace_settings out;
-    for (const auto& [k, v] : r.settings()) out.settings[k] = std::vector<std::string>(v.value().begin(), v.value().end());
-    return out;
+    return trace_settings_from_proto(r.settings(), false);
   }
   v2::trace_settings trace_settings(const v2::trace_settings& update = {}, const std::string& model = "",
                                     const call_options& co = {}) {
@@ -450,25 +399,10 @@ class client {
   /// Reads (no member set) or updates the log settings.
   v2::log_settings log_settings(const v2::log_settings& update, error_code& ec, const call_options& co = {}) {
     pb::LogSettingsRequest q;
-    auto& m = *q.mutable_settings();
-    if (update.log_file) m["log_file"].set_string_param(*update.log_file);
-    if (update.log_info) m["log_info"].set_bool_param(*update.log_info);
-    if (update.log_warning) m["log_warning"].set_bool_param(*update.log_warning);
-    if (update.log_error) m["log_error"].set_bool_param(*update.log_error);
-    if (update.log_verbose_level) m["log_verbose_level"].set_uint32_param(*update.log_verbose_level);
-    if (update.log_format) m["log_format"].set_string_param(*update.log_format);
+    to_proto(update, *q.mutable_settings());
     pb::LogSettingsResponse r;
     unary(&stub_type::LogSettings, q, r, ec, co);
-    v2::log_settings out;
-    for (const auto& [k, v] : r.settings()) {
-      if (k == "log_file") out.log_file = v.string_param();
-      else if (k == "log_format") out.log_format = v.string_param();
-      else if (k == "log_info") out.log_info = v.bool_param();
-      else if (k == "log_warning") out.log_warning = v.bool_param();
-      else if (k == "log_error") out.log_error = v.bool_param();
-      else if (k == "log_verbose_level") out.log_verbose_level = v.uint32_param();
-    }
-    return out;
+    return log_settings_from_proto(r.settings());
   }
   v2::log_settings log_settings(const v2::log_settings& update = {}, const call_options& co = {}) {
     return detail::throwing([&](error_code& ec) { return log_settings(update, ec, co); });

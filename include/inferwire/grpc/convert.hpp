@@ -669,11 +669,13 @@ void to_proto(const v2::trace_settings& t, Map& out) {
       for (const auto& x : *v) s.add_value(x);
   }
 }
+/// `request`: an empty value list is an update that clears the setting (nullopt); in a reply
+/// it is an empty value.
 template <class Map>
-v2::trace_settings trace_settings_from_proto(const Map& settings) {
+v2::trace_settings trace_settings_from_proto(const Map& settings, bool request) {
   v2::trace_settings out;
   for (const auto& [k, v] : settings) {
-    if (v.value().empty()) out.settings[k] = std::nullopt;
+    if (request && v.value().empty()) out.settings[k] = std::nullopt;
     else out.settings[k] = std::vector<std::string>(v.value().begin(), v.value().end());
   }
   return out;
@@ -689,7 +691,21 @@ void to_proto(const v2::log_settings& u, Map& m) {
   if (u.log_verbose_level) m["log_verbose_level"].set_uint32_param(*u.log_verbose_level);
   if (u.log_format) m["log_format"].set_string_param(*u.log_format);
 }
-/// Triton's checks of each key's type and of unknown keys.
+/// A reply's settings, read leniently: unknown keys and other types are skipped.
+template <class Map>
+v2::log_settings log_settings_from_proto(const Map& settings) {
+  v2::log_settings out;
+  for (const auto& [k, v] : settings) {
+    if (k == "log_file") out.log_file = v.string_param();
+    else if (k == "log_format") out.log_format = v.string_param();
+    else if (k == "log_info") out.log_info = v.bool_param();
+    else if (k == "log_warning") out.log_warning = v.bool_param();
+    else if (k == "log_error") out.log_error = v.bool_param();
+    else if (k == "log_verbose_level") out.log_verbose_level = v.uint32_param();
+  }
+  return out;
+}
+/// A request's settings, with Triton's checks of each key's type and of unknown keys.
 template <class Map>
 status log_settings_from_proto(const Map& settings, v2::log_settings& u) {
   using V = typename Map::mapped_type;
