@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <unordered_set>
 
 namespace inferwire::server {
 
@@ -57,6 +58,21 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                         std::int64_t& batch_size) {
   const std::string& m = c.name;
   const lazy_prefix pfx{r};  // built only on the error paths
+  // Names are unique among the inputs and among the outputs (the core's texts, for both
+  // transports; hash sets keep it linear).
+  {
+    auto duplicate = [&](std::string_view kind, std::string_view name) {
+      return status{errc::invalid_arg, prefix_of(r) + std::string(kind) + " '" + quote_input(name) +
+                                           "' already exists in request"};
+    };
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(r.inputs.size());
+    for (const auto& in : r.inputs)
+      if (!seen.insert(in.name).second) return duplicate("input", in.name);
+    seen.clear();
+    for (const auto& o : r.outputs)
+      if (!seen.insert(o.name).second) return duplicate("output", o.name);
+  }
   for (const auto& o : r.outputs)
     if (!c.output(o.name))
       return {errc::invalid_arg, "unexpected inference output '" + o.name + "' for model '" + m + "'"};

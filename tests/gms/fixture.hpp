@@ -3,6 +3,7 @@
 #ifndef INFERWIRE_TESTS_GMS_FIXTURE_HPP
 #define INFERWIRE_TESTS_GMS_FIXTURE_HPP
 
+#include <cerrno>
 #include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/server.hpp>
 #include <inferwire/gms/session.hpp>
@@ -157,7 +158,9 @@ class raw_socket {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, ms) <= 0) return false;
     char c;
-    return ::recv(fd_, &c, 1, MSG_PEEK) == 0;
+    // EOF, or a reset: a server that closes before reading what the client sent resets.
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
   /// One whole frame (header included) and the descriptor that came with it (-1 if none).
   /// Empty on EOF or after `ms` without a complete frame.

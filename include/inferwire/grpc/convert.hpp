@@ -21,7 +21,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 
 namespace inferwire::grpc {
 
@@ -233,8 +232,6 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
 
   int next_raw = 0;
   out.inputs.reserve(static_cast<std::size_t>(in.inputs_size()));
-  std::unordered_set<std::string_view> seen;  // names (views of `in`), for linear duplicate checks
-  seen.reserve(static_cast<std::size_t>(in.inputs_size()));
   for (const auto& t : in.inputs()) {
     if (auto st = v2::check_count("dimensions in a shape", static_cast<std::size_t>(t.shape_size()),
                                   limits.max_dims))
@@ -242,7 +239,6 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
     if (auto st = v2::check_count("parameters", static_cast<std::size_t>(t.parameters_size()),
                                   limits.max_parameters))
       return st;
-    if (!seen.insert(t.name()).second) return v2::duplicate_tensor(in.id(), "input", t.name());
     v2::infer_input& i = out.inputs.emplace_back();
     i.name = t.name();
     i.datatype = parse_data_type(t.datatype());
@@ -277,12 +273,10 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
     i.data = v2::tensor_data::view(std::string_view(in.raw_input_contents(next_raw++)));
   }
 
-  seen.clear();
   for (const auto& t : in.outputs()) {
     if (auto st = v2::check_count("parameters", static_cast<std::size_t>(t.parameters_size()),
                                   limits.max_parameters))
       return st;
-    if (!seen.insert(t.name()).second) return v2::duplicate_tensor(in.id(), "output", t.name());
     v2::requested_output& o = out.outputs.emplace_back();
     o.name = t.name();
     o.binary_data = true;

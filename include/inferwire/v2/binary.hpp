@@ -41,9 +41,6 @@ struct codec_limits {
 /// codec_limits checks of both transports).
 inline status check_count(std::string_view what, std::size_t n, std::size_t max);
 
-/// The core's duplicate-name texts: `[request id: <id>] input '<name>' already exists in
-/// request` (and the same for outputs); the name is quoted with quote_input.
-inline status duplicate_tensor(std::string_view id, std::string_view kind, std::string_view name);
 
 /// A body ready to send: JSON header, then the binary segments in order.
 struct encoded_body {

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
-#include <unordered_set>
 
 namespace inferwire::v2 {
 
@@ -174,10 +173,6 @@ inline status check_count(std::string_view what, std::size_t n, std::size_t max)
                                  ", more than the " + std::to_string(max) + " allowed"};
 }
 
-inline status duplicate_tensor(std::string_view id, std::string_view kind, std::string_view name) {
-  return {errc::invalid_arg, request_prefix(id) + std::string(kind) + " '" + quote_input(name) +
-                                 "' already exists in request"};
-}
 
 inline status check_json_size(std::size_t size, const codec_limits& limits) {
   if (size <= limits.max_input_size) return {};
@@ -320,8 +315,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   std::size_t next_binary = header_length;
   if (auto e = check_count("inputs", inputs->size(), limits.max_tensors)) return fail(std::move(e));
   req.inputs.reserve(inputs->size());
-  std::unordered_set<std::string_view> seen;  // names, for linear duplicate checks
-  seen.reserve(inputs->size());
   for (const auto& iv : *inputs) {
     const json::object* in = as_object(iv, st);
     if (!in) return fail(detail::unable_to_parse(st, "inputs"));
@@ -367,8 +360,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
       if (!as_uint64(d, u, st)) return fail(detail::unable_to_parse(st, "shape"));
       input.shape.push_back(static_cast<std::int64_t>(u));  // > INT64_MAX reads as invalid
     }
-    // The view names the JSON document's string, which outlives the loop.
-    if (!seen.insert(s_name).second) return fail(duplicate_tensor(req.id, "input", input.name));
     detail::copy_other_parameters(params, input.parameters);
 
     if (has_binary) {
@@ -434,7 +425,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
     if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
     if (auto e = check_count("outputs", outputs->size(), limits.max_tensors)) return fail(std::move(e));
     req.outputs.reserve(outputs->size());
-    seen.clear();
     for (const auto& o : *outputs) {
       const json::object* out = as_object(o, st);
       if (!out) return fail(detail::unable_to_parse(st, "outputs"));
@@ -473,7 +463,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
         }
         detail::copy_other_parameters(params, ro.parameters);
       }
-      if (!seen.insert(out_name).second) return fail(duplicate_tensor(req.id, "output", ro.name));
       req.outputs.push_back(std::move(ro));
     }
   }
