@@ -24,11 +24,41 @@
 #include <vector>
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 namespace gms_test {
+
+/// A forked child that is killed (SIGKILL) and reaped when the guard goes out of scope, also
+/// when a REQUIRE fails first: a child left running would keep the test runner's output pipe
+/// open and stall the whole suite.
+class child_guard {
+ public:
+  explicit child_guard(pid_t pid) noexcept : pid_(pid) {}
+  ~child_guard() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  child_guard(const child_guard&) = delete;
+  child_guard& operator=(const child_guard&) = delete;
+  /// Sends `sig` and waits for the child; returns its wait status.
+  int stop(int sig) {
+    int status = 0;
+    ::kill(pid_, sig);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_;
+};
+
 
 namespace gms = inferwire::gms;
 

@@ -521,12 +521,10 @@ TEST_CASE("gms server: a writer killed with SIGKILL releases its lock and alloca
     }
     ::_exit(3);
   }
+  child_guard guard(child);
   REQUIRE(eventually([&] { return state(s).allocation_count == 2; }));
   CHECK(state(s).state == "RW");
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK(WIFSIGNALED(status));
+  CHECK(WIFSIGNALED(guard.stop(SIGKILL)));
   REQUIRE(eventually([&] { return state(s).state == "EMPTY"; }));
   CHECK(state(s).allocation_count == 0);
   CHECK(s.backend_bytes() == 0);
@@ -553,9 +551,9 @@ TEST_CASE("gms server: a killed reader does not disturb the others", "[gms]") {
     }
     ::_exit(3);
   }
+  child_guard guard(child);
   REQUIRE(eventually([&] { return state(s).ro_session_count == 2; }));
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  guard.stop(SIGKILL);
   REQUIRE(eventually([&] { return state(s).ro_session_count == 1; }));
   CHECK(r.metadata_get("k").found);
   CHECK(r.get_lock_state().state == "RO");

@@ -177,6 +177,7 @@ TEST_CASE("hostile: a writer allocating past the descriptor limit gets errors, t
             "--socket-path", path.c_str(), nullptr);
     ::_exit(127);
   }
+  child_guard daemon(pid);
   REQUIRE(eventually([&] { return std::filesystem::exists(path); }, std::chrono::seconds(10)));
   std::string error;
   {
@@ -194,8 +195,6 @@ TEST_CASE("hostile: a writer allocating past the descriptor limit gets errors, t
   CHECK(::waitpid(pid, &status, WNOHANG) == 0);  // still running
   auto st = gms::session::runtime_state(path);
   CHECK(st.allocation_count == 0);  // the writer left without committing: its layout is gone
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status));
+  CHECK(WIFEXITED(daemon.stop(SIGTERM)));
 }
 #endif

@@ -46,9 +46,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <poll.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -225,10 +228,23 @@ void server<Backend>::start() {
     if (!ec) throw std::runtime_error("GMS already running at " + opts_.socket_path);
     fs::remove(path);  // a stale socket file
   }
+  // The socket is bound under a temporary name, made private and listening, and only then
+  // renamed to its path: a client that waits for the path to appear never finds a socket that
+  // refuses its connection (or one that others may open).
+  const std::string temporary = opts_.socket_path + "." + std::to_string(::getpid()) + ".tmp";
+  const bool via_temporary = temporary.size() < sizeof(sockaddr_un{}.sun_path);
+  const std::string& bound = via_temporary ? temporary : opts_.socket_path;
+  if (via_temporary) ::unlink(temporary.c_str());
   acceptor_.open(protocol());
-  acceptor_.bind(protocol::endpoint(opts_.socket_path));
-  ::chmod(opts_.socket_path.c_str(), 0600);
+  acceptor_.bind(protocol::endpoint(bound));
+  ::chmod(bound.c_str(), 0600);
   acceptor_.listen();
+  if (via_temporary && ::rename(temporary.c_str(), opts_.socket_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temporary.c_str());
+    acceptor_.close(ec);
+    throw std::system_error(err, std::generic_category(), "GMS server: publishing " + opts_.socket_path);
+  }
   pending_fd_limit_ = opts_.max_total_pending_fds;
   if (pending_fd_limit_ == 0) {
     rlimit rl{};
