@@ -383,6 +383,7 @@ class session : public std::enable_shared_from_this<session> {
     ++s_.in_flight;
     counted_ = true;
     auto req = parser_->release();
+    head_request_ = req.method() == bhttp::verb::head;
     if (metrics_) return write(handle_metrics(req));
     dispatch(std::move(req));
   }
@@ -402,8 +403,11 @@ class session : public std::enable_shared_from_this<session> {
     head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
     buffers_.clear();
     buffers_.push_back(net::buffer(head_));
-    if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
-    buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
+    // A reply to HEAD has the headers GET would have, and never a body (RFC 9110 §9.3.2).
+    if (!head_request_) {
+      if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
+      buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
+    }
     net::async_write(socket_, buffers_, transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
       self->touch();
       self->finish(!ec && keep);
@@ -412,6 +416,7 @@ class session : public std::enable_shared_from_this<session> {
 
   void finish(bool keep) {
     reply_ = {};
+    head_request_ = false;
     body_charge_.reset();
     if (counted_) {
       --s_.in_flight;
@@ -476,6 +481,7 @@ class session : public std::enable_shared_from_this<session> {
       s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
                                 std::string(req.target()));
     const auto method = req.method();
+    head_request_ = method == bhttp::verb::head;
     const bool get = method == bhttp::verb::get;
     const bool post = method == bhttp::verb::post;
     auto not_allowed = [] { return error_reply(405, "Method Not Allowed"); };
@@ -828,6 +834,7 @@ class session : public std::enable_shared_from_this<session> {
   clock::time_point linger_deadline_;
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
+  bool head_request_ = false;  ///< the request being answered is a HEAD
   bool counted_ = false;
   std::shared_ptr<std::string> continue_;
   reply reply_;

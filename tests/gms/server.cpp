@@ -533,6 +533,25 @@ TEST_CASE("gms server: a writer killed with SIGKILL releases its lock and alloca
   CHECK(w.granted() == gms::granted_lock_type::rw);
 }
 
+TEST_CASE("gms server: an RO handshake with a huge timeout waits behind a waiting writer", "[gms]") {
+  test_server s;
+  {
+    gms::session w(s.path(), requested_lock_type::rw);
+    w.commit();
+  }
+  gms::session r(s.path(), requested_lock_type::ro);  // holds RO
+  raw_socket writer(s.path());
+  writer.send(gms::encode_frame(gms::handshake_request{requested_lock_type::rw, {}}));
+  REQUIRE(eventually([&] { return state(s).waiting_writers == 1; }));
+  // timeout_ms near 2^63: writers have priority, so this reader must keep waiting (an
+  // overflow in the deadline arithmetic would refuse it at once).
+  raw_socket reader(s.path());
+  reader.send(gms::encode_frame(
+      gms::handshake_request{requested_lock_type::ro, std::numeric_limits<std::int64_t>::max() - 1}));
+  CHECK(reader.read_frame(nullptr, 300).empty());  // no answer: still waiting
+  CHECK_FALSE(reader.closed_within(10));
+}
+
 TEST_CASE("gms server: a killed reader does not disturb the others", "[gms]") {
   test_server s;
   {
@@ -599,6 +618,8 @@ TEST_CASE("gms server: out-of-memory allocations retry, record an event and time
   } catch (const gms::server_error& e) {
     CHECK_THAT(e.text(), StartsWith("Timed out waiting for GPU memory: requested_size=4096, aligned_size=2097152, "
                                     "tag=kv_cache, waited_sec=0."));
+    // Three decimals, as Dynamo writes it.
+    CHECK(e.text().size() - e.text().rfind('.') == 4);
   }
   CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(200));
   auto h = gms::session::event_history(s.path());

@@ -4,6 +4,8 @@
 
 #include <inferwire/http/compression.hpp>
 
+#include <boost/asio/read_until.hpp>
+
 #include <random>
 #include <thread>
 
@@ -38,6 +40,21 @@ TEST_CASE("keep-alive and pipelined requests are answered in order", "[transport
   REQUIRE(e);
   CHECK_FALSE(e->keep_alive);
   CHECK(c.closed_by_server());
+}
+
+TEST_CASE("HEAD gets headers only, also when it is refused", "[transport]") {
+  // HEAD on a GET endpoint is 405; a body after the headers would be read as the start of the
+  // next response. HEAD and a GET pipelined: the GET's status line must follow the headers.
+  connection c(shared_server().http_port());
+  timeval tv{5, 0};
+  ::setsockopt(c.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  c.send(request_text("HEAD", "/v2/health/ready", "") + request_text("GET", "/v2/health/live", ""));
+  std::string got;
+  boost::system::error_code ec;
+  net::read_until(c.socket(), net::dynamic_buffer(got), "\r\n\r\nHTTP/1.1 200", ec);
+  REQUIRE_FALSE(ec);
+  CHECK(got.starts_with("HTTP/1.1 405"));
+  CHECK(got.find("\r\n\r\n") + 4 == got.find("HTTP/1.1 200"));
 }
 
 TEST_CASE("Expect: 100-continue and chunked bodies", "[transport]") {

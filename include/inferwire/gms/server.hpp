@@ -689,7 +689,7 @@ void server<Backend>::do_allocate(const connection_ptr& c, allocate_request q,
     if (opts_.alloc_retry_timeout && waited >= *opts_.alloc_retry_timeout) {
       c->busy = false;
       char text[64];
-      std::snprintf(text, sizeof text, "%.1f", waited);
+      std::snprintf(text, sizeof text, "%.3f", waited);  // as Dynamo writes it
       reply(c, error_response{"Timed out waiting for GPU memory: requested_size=" +
                                   std::to_string(q.size) + ", aligned_size=" + std::to_string(aligned) +
                                   ", tag=" + q.tag + ", waited_sec=" + text,
