@@ -5,11 +5,35 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
+#include <string>
 
 namespace inferwire::server {
 
 namespace po = boost::program_options;
+
+namespace {
+
+// A numeric flag read as text and converted strictly: no sign for unsigned values (the
+// default conversion would turn -1 into 2^64 - 1), nothing after the digits, and a range.
+template <class T>
+po::typed_value<std::string>* number(T* target, const char* name, T min = std::numeric_limits<T>::min(),
+                                     T max = std::numeric_limits<T>::max()) {
+  return po::value<std::string>()->default_value(std::to_string(*target))->notifier(
+      [target, name, min, max](const std::string& text) {
+        T v{};
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max)
+          throw po::error("invalid value '" + text + "' for --" + name + ": expected an integer from " +
+                          std::to_string(min) + " to " + std::to_string(max));
+        *target = v;
+      });
+}
+
+}  // namespace
 
 int parse_options(int argc, char** argv, options& o) {
   po::options_description desc("inferwire-server options");
@@ -26,42 +50,42 @@ int parse_options(int argc, char** argv, options& o) {
       ("load-model", po::value(&o.load_models)->composing(),
        "model to load at startup in explicit mode (repeatable; * for all)")
       ("repository-poll-secs",
-       po::value(&o.repository_poll_secs)->default_value(o.repository_poll_secs),
+       number(&o.repository_poll_secs, "repository-poll-secs"),
        "poll mode: seconds between repository scans")
       ("http-address", po::value(&o.http_address)->default_value(o.http_address),
        "address the HTTP and metrics endpoints bind to")
-      ("http-port", po::value(&o.http_port)->default_value(o.http_port),
+      ("http-port", number(&o.http_port, "http-port", 0, 65535),
        "HTTP port (0: any free port, reported in the log)")
-      ("grpc-port", po::value(&o.grpc_port)->default_value(o.grpc_port), "gRPC port")
-      ("metrics-port", po::value(&o.metrics_port)->default_value(o.metrics_port),
+      ("grpc-port", number(&o.grpc_port, "grpc-port", 0, 65535), "gRPC port")
+      ("metrics-port", number(&o.metrics_port, "metrics-port", 0, 65535),
        "Prometheus metrics port (0: any free port)")
       ("allow-http", flag(&o.allow_http), "serve HTTP/REST")
       ("allow-grpc", flag(&o.allow_grpc), "serve gRPC")
       ("allow-metrics", flag(&o.allow_metrics), "serve Prometheus metrics")
       ("allow-client-shm", flag(&o.allow_client_shm),
        "allow clients to register shared-memory regions")
-      ("http-max-input-size", po::value(&o.http_max_input_size)->default_value(o.http_max_input_size),
+      ("http-max-input-size", number(&o.http_max_input_size, "http-max-input-size", std::uint64_t{0}, std::uint64_t{1} << 40),
        "largest JSON header, JSON tensor, raw input or decompressed body, in bytes")
       ("http-max-inflight-bytes",
-       po::value(&o.http_max_inflight_bytes)->default_value(o.http_max_inflight_bytes),
+       number(&o.http_max_inflight_bytes, "http-max-inflight-bytes"),
        "request body bytes all HTTP connections may hold at once; past it a request is refused "
        "with 413 (0: max(2 GiB, twice the largest body))")
-      ("http-thread-count", po::value(&o.http_thread_count)->default_value(o.http_thread_count),
+      ("http-thread-count", number(&o.http_thread_count, "http-thread-count", 0u, 1024u),
        "HTTP I/O threads (0: one per core, at least 2)")
       ("execution-thread-count",
-       po::value(&o.execution_thread_count)->default_value(o.execution_thread_count),
+       number(&o.execution_thread_count, "execution-thread-count", 0u, 4096u),
        "model execution threads, separate from I/O (0: max(4, 2 per core))")
       ("strict-readiness", flag(&o.strict_readiness),
        "ready only when every model is ready")
       ("exit-on-error", flag(&o.exit_on_error), "exit when a model fails to load at startup")
-      ("exit-timeout-secs", po::value(&o.exit_timeout_secs)->default_value(o.exit_timeout_secs),
+      ("exit-timeout-secs", number(&o.exit_timeout_secs, "exit-timeout-secs"),
        "how long shutdown waits for in-flight requests")
       ("id", po::value(&o.server_id)->default_value(o.server_id),
        "server name reported by server metadata")
       ("log-info", flag(&o.log_info), "log info messages")
       ("log-warning", flag(&o.log_warning), "log warnings")
       ("log-error", flag(&o.log_error), "log errors")
-      ("log-verbose", po::value(&o.log_verbose)->default_value(o.log_verbose), "verbose level")
+      ("log-verbose", number(&o.log_verbose, "log-verbose"), "verbose level")
       ("log-format", po::value(&o.log_format)->default_value(o.log_format), "default or ISO8601")
       ("log-file", po::value(&o.log_file), "write the log to this file instead of stderr");
   po::variables_map vm;
@@ -85,7 +109,7 @@ int parse_options(int argc, char** argv, options& o) {
     return 2;
   };
   if (o.model_repositories.empty()) return bad("--model-repository must be specified");
-  if (o.http_max_input_size == 0) return bad("--http-max-input-size must be greater than 0.");
+  if (o.http_max_input_size == 0) return bad("--http-max-input-size must be greater than 0.");  // Triton's text
   if (o.model_control_mode != "none" && o.model_control_mode != "poll" &&
       o.model_control_mode != "explicit")
     return bad("unexpected value for --model-control-mode: " + o.model_control_mode);
@@ -96,8 +120,6 @@ int parse_options(int argc, char** argv, options& o) {
     return bad("--repository-poll-secs must be greater than 0 in poll mode");
   if (o.log_format != "default" && o.log_format != "ISO8601")
     return bad("invalid argument for --log-format, got: " + o.log_format);
-  for (int p : {o.http_port, o.grpc_port, o.metrics_port})
-    if (p < 0 || p > 65535) return bad("port out of range: " + std::to_string(p));
   return -1;
 }
 

@@ -333,8 +333,19 @@ status model_repository::load_locked_unguarded(const std::string& name,
     if (!ps.ok())
       st = {errc::invalid_arg, "failed to load '" + name + "', Invalid config override: " +
                                    std::string(ps.message())};
-    else
+    else {
+      // An override that names neither backend nor platform (Triton's model-control examples
+      // load `simple` with {"max_batch_size": 16}) takes them from the model's own files, as
+      // Triton completes a configuration: here, from its config.pbtxt.
+      if (proto.backend().empty() && proto.platform().empty()) {
+        model_config on_disk;
+        if (!load_model_config(dir, name, on_disk)) {
+          proto.set_backend(on_disk.proto.backend());
+          proto.set_platform(on_disk.proto.platform());
+        }
+      }
       st = finalize_config(std::move(proto), name, dir, *config);
+    }
   } else {
     st = load_model_config(dir, name, *config);
   }

@@ -68,6 +68,7 @@ bool server_state::ready() const {
 trace_registry::trace_registry() {
   global_ = {{"trace_level", {"OFF"}}, {"trace_rate", {"1000"}}, {"trace_count", {"-1"}},
              {"log_frequency", {"0"}}, {"trace_file", {""}},     {"trace_mode", {"triton"}}};
+  startup_ = global_;
 }
 
 v2::trace_settings trace_registry::get(const std::string& model) const {
@@ -115,7 +116,9 @@ status trace_registry::update(const std::string& model, const v2::trace_settings
     std::lock_guard lock(mu_);
     for (const auto& [key, values] : u.settings) {
       if (model.empty()) {
+        // As Triton: null restores a global setting's start-up value.
         if (values) global_[key] = *values;
+        else if (auto it = startup_.find(key); it != startup_.end()) global_[key] = it->second;
       } else if (values) {
         models_[model][key] = *values;
       } else if (auto it = models_.find(model); it != models_.end()) {

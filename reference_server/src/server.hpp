@@ -81,6 +81,7 @@ class trace_registry {
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::vector<std::string>> global_;
+  std::map<std::string, std::vector<std::string>> startup_;  ///< global values at start-up
   std::map<std::string, std::map<std::string, std::vector<std::string>>> models_;
 };
 

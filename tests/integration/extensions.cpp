@@ -148,6 +148,9 @@ TEST_CASE("sequences: controls, correlation IDs and errors", "[sequence]") {
 TEST_CASE("trace settings", "[trace]") {
   auto r = get("/v2/trace/setting");
   REQUIRE(r.status == 200);
+  // Triton's key order.
+  CHECK(r.body ==
+        R"({"trace_level":["OFF"],"trace_rate":"1000","trace_count":"-1","log_frequency":"0","trace_file":"","trace_mode":"triton"})");
   auto v = json::parse(r.body);
   CHECK(v.at("trace_level") == json::array{"OFF"});
   CHECK(v.at("trace_rate") == "1000");
@@ -160,6 +163,12 @@ TEST_CASE("trace settings", "[trace]") {
   CHECK(json::parse(get("/v2/trace/setting").body).at("trace_rate") == "1000");
   r = post("/v2/models/simple/trace/setting", R"({"trace_rate":null})");
   CHECK(json::parse(r.body).at("trace_rate") == "1000");
+  // Clearing a global setting restores its start-up value.
+  r = post("/v2/trace/setting", R"({"trace_rate":"7","log_frequency":"3"})");
+  CHECK(json::parse(r.body).at("trace_rate") == "7");
+  r = post("/v2/trace/setting", R"({"trace_rate":null,"log_frequency":null})");
+  CHECK(json::parse(r.body).at("trace_rate") == "1000");
+  CHECK(json::parse(r.body).at("log_frequency") == "0");
   r = post("/v2/trace/setting", R"({"trace_file":"/tmp/x"})");
   CHECK(r.status == 501);
   CHECK(error_of(r) == "trace file location can not be updated through network protocol");
@@ -211,6 +220,16 @@ TEST_CASE("command line", "[cli]") {
   CHECK(run_server_once({"--no-such-flag"}, out) == 2);
   CHECK(run_server_once({"--model-repository", "/tmp", "--http-max-input-size", "0"}, out) == 2);
   CHECK(out.find("Error: --http-max-input-size must be greater than 0.") != std::string::npos);
+  // Negative and out-of-range numbers are refused with the flag and the range, never wrapped.
+  CHECK(run_server_once({"--model-repository", "/tmp", "--http-max-input-size=-1"}, out) == 2);
+  CHECK(out.find("invalid value '-1' for --http-max-input-size: expected an integer from 0 to") !=
+        std::string::npos);
+  CHECK(run_server_once({"--model-repository", "/tmp", "--http-port", "70000"}, out) == 2);
+  CHECK(out.find("invalid value '70000' for --http-port: expected an integer from 0 to 65535") !=
+        std::string::npos);
+  CHECK(run_server_once({"--model-repository", "/tmp", "--http-thread-count", "-2"}, out) == 2);
+  CHECK(out.find("--http-thread-count") != std::string::npos);
+  CHECK(run_server_once({"--model-repository", "/tmp", "--exit-timeout-secs", "5s"}, out) == 2);
   CHECK(run_server_once({}, out) == 2);
 
   // --exit-on-error: a repository with a broken model stops startup.

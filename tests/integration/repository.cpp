@@ -180,6 +180,8 @@ TEST_CASE("repository: config overrides and reload semantics", "[repository]") {
   r = request(port, "POST", "/v2/repository/models/simple/load", load_body("{\"max_batch_size\":"));
   CHECK(r.status == 400);
   CHECK(error_of(r).starts_with("failed to load 'simple', Invalid config override: "));
+  // The refusal is in the server's log too, as in Triton's.
+  CHECK(s.log().find("failed to load 'simple', Invalid config override: ") != std::string::npos);
   r = request(port, "POST", "/v2/repository/models/simple/load", load_body(R"({"no_such_field":1})"));
   CHECK(r.status == 400);
   CHECK(error_of(r).find("failed to load") != std::string::npos);
@@ -193,6 +195,12 @@ TEST_CASE("repository: config overrides and reload semantics", "[repository]") {
   CHECK(json::serialize(*entry(index(port), "simple")).find(R"("state":"UNAVAILABLE")") != std::string::npos);
   CHECK(request(port, "POST", "/v2/repository/models/simple/load", "").status == 200);
   CHECK(request(port, "POST", "/v2/models/simple/infer", simple_json()).status == 200);
+  // An override without backend or platform (Triton's model-control example sends only
+  // max_batch_size) takes them from the model's config.pbtxt.
+  r = request(port, "POST", "/v2/repository/models/simple/load", load_body(R"({"max_batch_size":"16"})"));
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK(request(port, "GET", "/v2/models/simple/config").body.find(R"("backend":"simple")") != std::string::npos);
 }
 
 TEST_CASE("repository: file overrides stay inside their folder", "[repository][security]") {

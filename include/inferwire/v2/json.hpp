@@ -87,7 +87,8 @@ inline void append_json_string(std::string& out, std::string_view s);
 
 /// Base64 of `bytes` (standard alphabet, padded): the `b64` form of CUDA IPC handles.
 inline std::string base64_encode(std::string_view bytes);
-/// Decodes standard base64; false when `text` is not valid base64.
+/// Decodes standard base64, skipping ASCII whitespace (line breaks included) as Triton's
+/// decoder does; false when `text` is not valid base64.
 inline bool base64_decode(std::string_view text, std::string& out);
 
 // Boost.JSON conversions. value_to throws inferwire::error with Triton's texts.

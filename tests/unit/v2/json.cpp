@@ -321,7 +321,7 @@ TEST_CASE("json: every message converts both ways", "[v2][json]") {
   ts.settings["trace_count"] = std::nullopt;
   CHECK(round_trip(ts) == ts);
   CHECK(json::serialize(json::value_from(ts)) ==
-        R"({"trace_count":null,"trace_level":["TIMESTAMPS","TENSORS"],"trace_rate":"1000"})");
+        R"({"trace_level":["TIMESTAMPS","TENSORS"],"trace_rate":"1000","trace_count":null})");
 
   log_settings ls;
   ls.log_info = true;
@@ -355,6 +355,17 @@ TEST_CASE("json: message errors carry the spec's texts", "[v2][json]") {
                     "Shared memory register request has no 'raw_handle' field");
   CHECK_THROWS_WITH(creg(R"({"raw_handle":{"b64":"YWI="},"device_id":0,"byte_size":1})"),
                     "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t");
+  // Triton's C++ client (libb64) breaks the 64-byte handle's base64 into lines.
+  const std::string handle(64, '\x5a');
+  std::string wrapped = base64_encode(handle);
+  wrapped.insert(72, "\n").insert(20, "\r\n").insert(4, " ");
+  const auto got = creg(R"({"raw_handle":{"b64":")" + json::serialize(json::value(wrapped)).substr(1) +
+                        R"(},"device_id":0,"byte_size":64})");
+  CHECK(got.raw_handle == handle);
+  std::string decoded;
+  CHECK(base64_decode("YW\nJj\n", decoded));
+  CHECK(decoded == "abc");
+  CHECK_FALSE(base64_decode("YWJ", decoded));
   CHECK_THROWS_WITH(json::value_to<repository_load_request>(
                         parse_json(R"({"parameters":{"other":"x"}})")),
                     "unexpected error on creating Triton parameter");

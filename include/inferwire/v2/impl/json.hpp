@@ -9,6 +9,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -527,6 +529,15 @@ inline std::string base64_encode(std::string_view bytes) {
 }
 
 inline bool base64_decode(std::string_view text, std::string& out) {
+  // Line breaks and other ASCII whitespace are skipped, as Triton's decoder (libb64) does:
+  // its C++ client sends the CUDA IPC handle broken into lines.
+  std::string compact;
+  if (text.find_first_of(" \t\r\n\v\f") != std::string_view::npos) {
+    compact.reserve(text.size());
+    for (char c : text)
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '\v' && c != '\f') compact += c;
+    text = compact;
+  }
   if (text.size() % 4 != 0) return false;
   out.assign(3 * (text.size() / 4), '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -985,7 +996,7 @@ inline statistics_response tag_invoke(boost::json::value_to_tag<statistics_respo
 inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const trace_settings& v) {
   boost::json::object o;
-  for (const auto& [k, values] : v.settings) {
+  auto put = [&o](const std::string& k, const std::optional<std::vector<std::string>>& values) {
     if (!values) {
       o[k] = nullptr;
     } else if (k == "trace_level") {
@@ -993,7 +1004,14 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
     } else {
       o[k] = values->empty() ? std::string() : values->front();
     }
-  }
+  };
+  // Triton's order of the known settings, then any others.
+  static constexpr std::array<const char*, 6> order{"trace_level",   "trace_rate", "trace_count",
+                                                    "log_frequency", "trace_file", "trace_mode"};
+  for (const char* k : order)
+    if (auto it = v.settings.find(k); it != v.settings.end()) put(it->first, it->second);
+  for (const auto& [k, values] : v.settings)
+    if (std::find(order.begin(), order.end(), std::string_view(k)) == order.end()) put(k, values);
   jv = std::move(o);
 }
 inline trace_settings tag_invoke(boost::json::value_to_tag<trace_settings>,
