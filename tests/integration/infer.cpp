@@ -142,6 +142,26 @@ TEST_CASE("infer: BYTES round trip embedded NULs over JSON and binary", "[infer]
   CHECK(r.body.find(R"("data":["-1","0","1",)") != std::string::npos);
 }
 
+TEST_CASE("infer: BYTES output that is not UTF-8 is refused as JSON, never sent invalid", "[infer]") {
+  // Binary input with an invalid UTF-8 element; the output asked for as JSON.
+  v2::infer_request req;
+  v2::infer_input in;
+  in.name = "INPUT0";
+  in.datatype = data_type::bytes;
+  in.shape = {1, 2};
+  in.data = v2::tensor_data::own(encode_bytes(std::vector<std::string>{"ok", "\xc0\xa7"}));
+  req.inputs.push_back(in);
+  auto r = post_binary("/v2/models/simple_identity/infer", req);
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "output 'OUTPUT0' has BYTES elements that are not valid UTF-8 and cannot be "
+                       "returned as JSON; request it with binary_data");
+  // The same output as binary data comes back byte for byte.
+  req.parameters.set("binary_data_output", true);
+  r = post_binary("/v2/models/simple_identity/infer", req);
+  REQUIRE(r.status == 200);
+  CHECK(decode(r).outputs[0].data.str() == encode_bytes(std::vector<std::string>{"ok", "\xc0\xa7"}));
+}
+
 TEST_CASE("infer: every data type through the identity backend", "[infer]") {
   struct tcase {
     const char* model;

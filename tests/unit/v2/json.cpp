@@ -43,6 +43,18 @@ std::string print(double d) {
 }
 }  // namespace
 
+TEST_CASE("json: UTF-8 validation of BYTES elements", "[v2][json]") {
+  using inferwire::v2::detail::valid_utf8;
+  CHECK(valid_utf8(""));
+  CHECK(valid_utf8("plain ascii"));
+  CHECK(valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));  // é € 😀
+  CHECK_FALSE(valid_utf8("\xc0\xa7"));          // overlong
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // surrogate
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  CHECK_FALSE(valid_utf8("\xe2\x82"));          // cut short
+  CHECK_FALSE(valid_utf8("\x80"));               // stray continuation
+}
+
 TEST_CASE("json: syntax errors read as RapidJSON's, with status 500", "[v2][json]") {
   status empty = parse_status("");
   CHECK(empty.code() == errc::internal);

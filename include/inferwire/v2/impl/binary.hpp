@@ -346,7 +346,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
     const json::value* f = member(*in, "name", st);
     if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
     input.name = s;
-    const std::string_view s_name = s;
     f = member(*in, "datatype", st);
     if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
     input.datatype = parse_data_type(s);
@@ -433,7 +432,6 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
       const json::value* f = member(*out, "name", st);
       if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
       ro.name = s;
-      const std::string_view out_name = s;
       const json::object* params = nullptr;
       if (const auto* p = out->if_contains("parameters")) {
         params = as_object(*p, st);
