@@ -85,7 +85,6 @@ status shm_registry::require_name(region_kind kind, std::string_view name) {
 
 status shm_registry::register_system(const v2::system_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
-  if (auto st = require_name(region_kind::system, q.name)) return st;
   const std::string& r = q.name;
   if (q.key.find_first_not_of('/') == std::string::npos)
     return {errc::invalid_arg,
@@ -141,7 +140,6 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
 
 status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
-  if (auto st = require_name(region_kind::cuda, q.name)) return st;
   const std::string& r = q.name;
 #if INFERWIRE_SERVER_CUDA
   if (cuda::available()) {

@@ -48,7 +48,8 @@ class shm_registry {
 
   /// UNSUPPORTED with Triton's text unless client registration is allowed.
   status check_allowed() const;
-  /// A registration needs a region name (the same text for HTTP and gRPC).
+  /// HTTP only: a registration URL needs a region name (upstream's HTTP text; gRPC has no such
+  /// check).
   static status require_name(region_kind kind, std::string_view name);
 
   status register_system(const v2::system_shm_register_request& request);
