@@ -228,8 +228,7 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
     return done(execute_guarded(*call, nullptr));
   auto& pool = s_.execution;
-  auto launch = [&pool](instance_gate::job j) { boost::asio::post(pool, std::move(j)); };
-  auto work = [call, hooks, done, launch] {
+  auto work = [call, hooks, done, &pool] {
     status st;
     // A request that waited in the queue while its client gave up is not executed.
     if (hooks.cancelled && hooks.cancelled()) {
@@ -242,10 +241,10 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
     } else {
       st = execute_guarded(*call, nullptr);
     }
-    call->model->instances.release(launch);
+    call->model->instances.release(pool);
     done(std::move(st));
   };
-  if (!call->model->instances.submit(std::move(work), launch))
+  if (!call->model->instances.submit(s_.execution, std::move(work)))
     done(failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
 }
 

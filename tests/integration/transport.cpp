@@ -86,6 +86,36 @@ TEST_CASE("Expect: 100-continue and chunked bodies", "[transport]") {
   CHECK(r->body.find(R"("data":[1,2,3,4,)") != std::string::npos);
 }
 
+TEST_CASE("Transfer-Encoding with Content-Length is read by the transfer coding, then closes", "[transport]") {
+  // RFC 9112 §6.3: the chunked coding wins over Content-Length, in either order of the two
+  // fields, and the connection closes after the reply.
+  const std::string body = simple_json();
+  char len[16];
+  std::snprintf(len, sizeof len, "%zx", body.size());
+  const std::string chunks = std::string(len) + "\r\n" + body + "\r\n0\r\n\r\n";
+  for (const char* fields : {"Transfer-Encoding: chunked\r\nContent-Length: 7\r\n",
+                             "Content-Length: 7\r\nTransfer-Encoding: chunked\r\n",
+                             "Content-Length: 7\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n"}) {
+    CAPTURE(fields);
+    connection c(shared_server().http_port());
+    c.send(std::string("POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\n") + fields + "\r\n" + chunks);
+    auto r = c.read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body.find(R"("data":[1,2,3,4,)") != std::string::npos);
+    CHECK_FALSE(r->keep_alive);
+    CHECK(c.closed_by_server());
+  }
+  // Transfer-Encoding that does not end in chunked, with Content-Length: refused as before.
+  connection c(shared_server().http_port());
+  c.send("POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: gzip\r\n\r\nhello");
+  auto r = c.read();
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  // The server goes on serving.
+  CHECK(get("/v2/health/live").status == 200);
+}
+
 TEST_CASE("compression of requests and responses", "[transport]") {
   std::string body = simple_json();
   for (auto coding : {http::content_coding::gzip, http::content_coding::deflate}) {

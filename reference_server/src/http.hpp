@@ -1,0 +1,158 @@
+// The HTTP frontend of inferwire-server, in two parts that meet here:
+// - http_connection.cpp reads requests and writes replies: keep-alive, pipelining, chunked
+//   bodies, Expect, size limits, the in-flight byte budget, timeouts, the listener;
+// - http_endpoints.cpp answers each request of v2-protocol §1: it decodes the body, calls the
+//   service, and encodes the reply. Nothing in it knows about sockets.
+#pragma once
+
+#include "server.hpp"
+#include "service.hpp"
+
+#include <inferwire/http/route.hpp>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/optional/optional.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/mman.h>
+
+namespace inferwire::server::rest {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+/// The body of requests read by the parser (small bodies, chunked bodies): a string that grows
+/// as bytes arrive. Beast's string_body reserves the whole announced Content-Length up front,
+/// which would let a client that sends nothing make the server allocate a gigabyte.
+struct growing_body {
+  using value_type = std::string;
+  static std::uint64_t size(const value_type& v) noexcept { return v.size(); }
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      constexpr std::uint64_t first = 64 * 1024;
+      if (length) body_.reserve(static_cast<std::size_t>(std::min(*length, first)));
+      ec = {};
+    }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      const std::size_t n = net::buffer_size(buffers);
+      const std::size_t have = body_.size();
+      body_.resize(have + n);  // geometric growth
+      ec = {};
+      return net::buffer_copy(net::buffer(body_.data() + have, n), buffers);
+    }
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+using request_t = bhttp::request<growing_body>;
+
+/// A request body read outside the parser (large bodies). Memory follows the bytes received,
+/// never the length announced: the buffer starts small and doubles as bytes arrive (an
+/// anonymous mapping grown with mremap, so growing never copies), each new part is populated
+/// in one call (far cheaper than faulting pages in while recv copies into them), and every
+/// byte of capacity is charged to the server's in-flight budget until the request is done.
+class body_buffer {
+ public:
+  static constexpr std::size_t first_capacity = std::size_t{64} << 10;
+
+  body_buffer(std::size_t length, byte_budget& budget) : length_(length), charge_(budget) {}
+  ~body_buffer() {
+    if (data_) ::munmap(data_, capacity_);
+  }
+  body_buffer(const body_buffer&) = delete;
+  body_buffer& operator=(const body_buffer&) = delete;
+
+  /// Makes room for more bytes (at least one): false when the budget or the system refuses.
+  bool grow();
+  /// Where the next bytes go, and how many fit without growing.
+  net::mutable_buffer free_space() noexcept { return {data_ + filled_, capacity_ - filled_}; }
+  void commit(std::size_t n) noexcept { filled_ += n; }
+  bool complete() const noexcept { return filled_ == length_; }
+  bool full() const noexcept { return filled_ == capacity_; }
+  bool empty_capacity() const noexcept { return capacity_ == 0; }
+  std::string_view view() const noexcept { return {data_, filled_}; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::size_t filled_ = 0;
+  std::size_t length_;
+  byte_budget::charge charge_;
+};
+
+/// What a handler answers. Body parts after `body` are views kept alive by `owner`.
+struct reply {
+  unsigned status = 200;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string body;
+  std::vector<net::const_buffer> extra;
+  std::shared_ptr<void> owner;
+  bool close = false;
+};
+
+reply json_reply(std::string body, unsigned status = 200);
+reply error_reply(unsigned code, std::string_view message);
+reply error_reply(const status& st);
+reply empty_reply(unsigned code);
+
+/// Where a reply goes when it is ready after the handler returned (work on the execution
+/// pool). The connection implements it; holding the pointer keeps the connection alive.
+class responder {
+ public:
+  virtual ~responder() = default;
+  /// Called exactly once for a request whose handler returned no reply, from any thread.
+  virtual void respond(reply r) = 0;
+};
+
+/// The v2 endpoints over HTTP (v2-protocol §1): route, method check, decode, service call,
+/// encode. Status codes and texts that are HTTP's alone live here, each with a comment naming
+/// the upstream behaviour it mirrors.
+class endpoints {
+ public:
+  explicit endpoints(server_state& s) noexcept : s_(s), svc_(s) {}
+
+  /// Answers `req` (whose body is `big` when it was read outside the parser): the reply now,
+  /// or nothing when `out` receives it later.
+  std::optional<reply> handle(request_t&& req, std::shared_ptr<body_buffer> big,
+                              const std::shared_ptr<responder>& out);
+  /// The metrics port: GET /metrics.
+  reply metrics(const request_t& req) const;
+
+ private:
+  struct infer_job;
+  reply model_metadata(const inferwire::http::route& r);
+  reply model_config(const inferwire::http::route& r);
+  reply statistics(const inferwire::http::route& r);
+  reply shared_memory(const inferwire::http::route& r, std::string_view body);
+  reply trace(const inferwire::http::route& r, const request_t& req);
+  reply logging(const request_t& req);
+  reply repository_index(const request_t& req);
+  std::optional<reply> repository_control(const inferwire::http::route& r, request_t&& req,
+                                          const std::shared_ptr<responder>& out);
+  std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
+                             std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out);
+  status decode_body(infer_job& job, std::optional<reply>& refusal);
+  reply respond(infer_job& job, const status& done, const std::string& accept) noexcept;
+  reply encode(infer_job& job, const std::string& accept);
+
+  server_state& s_;
+  service svc_;
+};
+
+}  // namespace inferwire::server::rest

@@ -1,0 +1,534 @@
+// HTTP/1.1 connections of inferwire-server: reading requests (keep-alive, pipelining, chunked
+// bodies, Expect: 100-continue, size limits, the in-flight byte budget, stalled clients),
+// writing replies, and the listener. What a request means is http_endpoints.cpp's business;
+// the same connection type serves the metrics port.
+#include "http.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <limits>
+#include <new>
+
+#include <sys/mman.h>
+
+namespace inferwire::server {
+
+using rest::body_buffer;
+using rest::error_reply;
+using rest::reply;
+using rest::growing_body;
+using rest::request_t;
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr std::size_t header_limit = 64 * 1024;
+constexpr std::size_t max_chunks = 65536;
+// A connection that makes no progress for this long (while the server is not working on its
+// request) is closed: idle keep-alive connections and stalled clients alike.
+constexpr auto stall_timeout = std::chrono::seconds(120);
+constexpr auto watchdog_period = std::chrono::seconds(5);
+// Bodies at least this large are read straight into their final buffer.
+constexpr std::uint64_t direct_body_threshold = 256 * 1024;
+
+/// Asio's transfer_all caps each read_some/write_some at 64 KiB; large bodies go in as few
+/// system calls as the socket allows.
+inline std::size_t transfer_all_unbounded(const boost::system::error_code& ec, std::size_t) {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+}
+
+std::string iso_lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+/// Makes room for more bytes (at least one): false when the budget or the system refuses.
+bool body_buffer::grow() {
+
+  const std::size_t want =
+      std::min(length_, std::max(first_capacity, capacity_ > length_ / 2 ? length_ : 2 * capacity_));
+  if (want <= capacity_ || !charge_.add(want - capacity_)) return false;
+  void* p = data_ ? ::mremap(data_, capacity_, want, MREMAP_MAYMOVE)
+                  : ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    charge_.sub(want - capacity_);
+    return false;
+  }
+  char* fresh = static_cast<char*>(p) + capacity_;
+  const std::size_t n = want - capacity_;
+  ::madvise(fresh, n, MADV_HUGEPAGE);  // where the kernel allows them
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(fresh, n, MADV_POPULATE_WRITE) != 0)
+#endif
+    for (std::size_t i = 0; i < n; i += 4096) fresh[i] = 0;
+  data_ = static_cast<char*>(p);
+  capacity_ = want;
+  return true;
+}
+
+class session : public std::enable_shared_from_this<session>, public rest::responder {
+ public:
+  session(tcp::socket socket, server_state& s, bool metrics)
+      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), endpoints_(s), metrics_(metrics) {
+    chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
+      if (size > 0 && ++chunks_ > max_chunks) {
+        chunk_overflow_ = true;
+        ec = bhttp::error::body_limit;
+      } else if (size > 0 && !body_charge_.add(size)) {
+        budget_refused_ = true;
+        ec = bhttp::error::body_limit;
+      }
+    };
+  }
+
+  void start() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->touch();
+      self->watch();
+      self->read_header();
+    });
+  }
+
+ private:
+  void touch() { last_progress_ = clock::now(); }
+
+  // One timer per connection, armed every few seconds, instead of one per I/O operation.
+  void watch() {
+    watchdog_.expires_after(watchdog_period);
+    watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->socket_.is_open()) return;
+      if (!self->executing_ && clock::now() - self->last_progress_ > stall_timeout) {
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+        return;
+      }
+      self->watch();
+    });
+  }
+
+  void read_header() {
+    framing_rewritten_ = false;
+    parse_header();
+  }
+
+  void parse_header() {
+    parser_.emplace();
+    parser_->header_limit(header_limit);
+    // The body limit is generous: the protocol's own limits (JSON header, JSON tensors, raw
+    // input, decompressed size) are checked with their exact messages after the read. What a
+    // body costs is charged to the server's budget as its bytes arrive.
+    parser_->body_limit(s_.max_body_size());
+    chunks_ = 0;
+    chunk_overflow_ = false;
+    budget_refused_ = false;
+    parser_->on_chunk_header(chunk_cb_);
+    bhttp::async_read_header(socket_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               self->touch();
+                               self->on_header(ec);
+                             });
+  }
+
+  // RFC 9112 §6.3: a request with both Transfer-Encoding (chunked last) and Content-Length is
+  // read by its transfer coding, and its connection closes after the reply. Beast refuses the
+  // pair while it parses the header, having consumed the start line and the fields before the
+  // one refused (they are in the parser's message) and left the rest in the buffer. The header
+  // is put back together without Content-Length and parsed again.
+  bool drop_content_length() {
+    const auto& partial = parser_->get();
+    const std::string_view rest(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const auto end = rest.find("\r\n\r\n");
+    if (end == std::string_view::npos) return false;
+    bool chunked = false, had_length = false;
+    auto last_coding_chunked = [](std::string_view value) {
+      const auto comma = value.rfind(',');
+      std::string_view last = comma == std::string_view::npos ? value : value.substr(comma + 1);
+      while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+      while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+      return iso_lower(last) == "chunked";
+    };
+    std::string head;
+    head.append(partial.method_string()).append(" ").append(partial.target());
+    head.append(partial.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
+    for (const auto& f : partial) {
+      if (f.name() == bhttp::field::content_length) {
+        had_length = true;
+        continue;
+      }
+      if (f.name() == bhttp::field::transfer_encoding) chunked = last_coding_chunked(f.value());
+      head.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+    }
+    bool skipping = false;  // inside a dropped field (its obsolete line folds go too)
+    for (std::string_view lines = rest.substr(0, end + 2); !lines.empty();) {
+      const auto eol = lines.find("\r\n");
+      const std::string_view line = lines.substr(0, eol);
+      lines.remove_prefix(eol + 2);
+      if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+        if (!skipping) head.append(line).append("\r\n");
+        continue;
+      }
+      const auto colon = line.find(':');
+      const std::string name = iso_lower(line.substr(0, colon));
+      skipping = name == "content-length";
+      if (skipping) {
+        had_length = true;
+        continue;
+      }
+      if (name == "transfer-encoding" && colon != std::string_view::npos)
+        chunked = last_coding_chunked(line.substr(colon + 1));
+      head.append(line).append("\r\n");
+    }
+    if (!chunked || !had_length) return false;
+    head.append("\r\n").append(rest.substr(end + 4));
+    buffer_.consume(buffer_.size());
+    buffer_.commit(net::buffer_copy(buffer_.prepare(head.size()), net::buffer(head)));
+    return true;
+  }
+
+  void on_header(beast::error_code ec) {
+    if ((ec == bhttp::error::bad_content_length || ec == bhttp::error::bad_transfer_encoding) &&
+        !framing_rewritten_ && drop_content_length()) {
+      framing_rewritten_ = true;
+      return parse_header();
+    }
+    if (ec) return on_read_error(ec);
+    auto& req = parser_->get();
+    auto expect = req[bhttp::field::expect];
+    if (!parser_->is_done() && iso_lower(expect) == "100-continue") {
+      continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      net::async_write(socket_, net::buffer(*continue_),
+                       [self = shared_from_this()](beast::error_code e, std::size_t) {
+                         if (e) return self->close();
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    if (parser_->is_done()) return on_read({});
+    auto length = parser_->content_length();
+    if (length && *length > s_.max_body_size()) return on_read_error(bhttp::error::body_limit);
+    if (!parser_->chunked() && length && *length >= direct_body_threshold && !metrics_)
+      return read_body_directly(*length);
+    // Small bodies: what a body may hold is charged up front (at most the threshold); chunked
+    // bodies are charged chunk by chunk in chunk_cb_.
+    if (length && !body_charge_.add(*length)) return refuse_budget();
+    bhttp::async_read(socket_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->touch();
+                        self->on_read(ec);
+                      });
+  }
+
+  // Large bodies: the bytes already buffered, then reads straight into a buffer that grows as
+  // bytes arrive (large recv calls, no parser copies, no zero-fill).
+  void read_body_directly(std::uint64_t length) {
+    direct_ = parser_->release();
+    direct_body_ = std::make_shared<body_buffer>(static_cast<std::size_t>(length), s_.body_budget);
+    while (buffer_.size() > 0 && !direct_body_->complete()) {
+      if (direct_body_->full() && !direct_body_->grow()) return refuse_budget();
+      const std::size_t n = net::buffer_copy(direct_body_->free_space(), buffer_.data());
+      buffer_.consume(n);
+      direct_body_->commit(n);
+    }
+    read_more_directly();
+  }
+
+  void read_more_directly() {
+    body_buffer& b = *direct_body_;
+    if (b.empty_capacity() && !b.complete()) {
+      // Nothing is allocated for a body before its first bytes arrive.
+      socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+        if (ec) return self->close();
+        if (!self->direct_body_->grow()) return self->refuse_budget();
+        self->read_more_directly();
+      });
+      return;
+    }
+    if (b.complete()) {
+      keep_alive_ = direct_.keep_alive();
+      ++s_.in_flight;
+      counted_ = true;
+      return dispatch(std::move(direct_), std::move(direct_body_));
+    }
+    if (b.full() && !b.grow()) return refuse_budget();
+    socket_.async_read_some(b.free_space(), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->touch();
+      if (ec) return self->close();
+      self->direct_body_->commit(n);
+      self->read_more_directly();
+    });
+  }
+
+  // The in-flight budget is exhausted (or the system has no memory for the body): the client
+  // is told so and the connection closed, since the rest of its body is not read.
+  void refuse_budget() {
+    direct_body_.reset();
+    body_charge_.reset();
+    unread_body_ = true;
+    auto r = error_reply(413, "Request body too large: the server's in-flight request memory (" +
+                                  std::to_string(s_.body_budget.limit()) +
+                                  " bytes, --http-max-inflight-bytes) is exhausted; retry later");
+    r.close = true;
+    write(std::move(r));
+  }
+
+  // Hands a complete request to the endpoints. Every exception out of its handling (an
+  // allocation failure, above all) becomes an error reply for that request; the connection and
+  // the server go on.
+  void dispatch(request_t&& req, std::shared_ptr<body_buffer> big = {}) {
+    head_request_ = req.method() == bhttp::verb::head;
+    executing_ = true;  // the watchdog leaves a connection alone while its request runs
+    try {
+      if (auto r = endpoints_.handle(std::move(req), std::move(big), shared_from_this())) {
+        executing_ = false;
+        write(std::move(*r));
+      }
+    } catch (const std::bad_alloc&) {
+      executing_ = false;
+      write(error_reply(500, "failed to allocate memory for the request"));
+    } catch (const std::exception& e) {
+      executing_ = false;
+      write(error_reply(500, quote_input(e.what())));
+    }
+  }
+
+  // A reply that comes after dispatch returned (or, for an inline inference, before): written
+  // on this connection's thread.
+  void respond(reply r) override {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+      self->executing_ = false;
+      self->write(std::move(r));
+    });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (budget_refused_) return refuse_budget();
+    if (chunk_overflow_ || ec == bhttp::error::body_limit) unread_body_ = true;
+    if (chunk_overflow_) {
+      auto r = error_reply(400,
+                           "Chunked request body exceeds maximum of 65536 non-empty chunks. Send "
+                           "fewer or larger HTTP chunks.");
+      r.close = true;
+      return write(std::move(r));
+    }
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+        ec == beast::error::timeout || ec == bhttp::error::partial_message ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+      return close();
+    reply r;
+    if (ec == bhttp::error::header_limit) {
+      r = error_reply(431, "Request header fields too large");
+    } else if (ec == bhttp::error::body_limit) {
+      r = error_reply(413, "Request body too large");
+    } else if (ec == bhttp::error::bad_content_length) {
+      r = error_reply(400, "Unable to parse Content-Length");
+    } else {
+      r = error_reply(400, "Bad Request");
+    }
+    r.close = true;
+    write(std::move(r));
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) return on_read_error(ec);
+    // A request framed by both Transfer-Encoding and Content-Length closes its connection.
+    keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
+    ++s_.in_flight;
+    counted_ = true;
+    auto req = parser_->release();
+    if (metrics_) {
+      head_request_ = req.method() == bhttp::verb::head;
+      return write(endpoints_.metrics(req));
+    }
+    dispatch(std::move(req));
+  }
+
+  void write(reply r) {
+    reply_ = std::move(r);
+    const bool keep = keep_alive_ && !reply_.close && !s_.exiting;
+    std::size_t length = reply_.body.size();
+    for (const auto& b : reply_.extra) length += b.size();
+    head_.clear();
+    head_.append("HTTP/1.1 ").append(std::to_string(reply_.status)).append(" ");
+    head_.append(bhttp::obsolete_reason(static_cast<bhttp::status>(reply_.status))).append("\r\n");
+    if (!reply_.content_type.empty())
+      head_.append("Content-Type: ").append(reply_.content_type).append("\r\n");
+    for (const auto& [k, v] : reply_.fields) head_.append(k).append(": ").append(v).append("\r\n");
+    if (!keep) head_.append("Connection: close\r\n");
+    head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
+    buffers_.clear();
+    buffers_.push_back(net::buffer(head_));
+    // A reply to HEAD has the headers GET would have, and never a body (RFC 9110 §9.3.2).
+    if (!head_request_) {
+      if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
+      buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
+    }
+    net::async_write(socket_, buffers_, transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
+      self->touch();
+      self->finish(!ec && keep);
+    });
+  }
+
+  void finish(bool keep) {
+    reply_ = {};
+    head_request_ = false;
+    body_charge_.reset();
+    if (counted_) {
+      --s_.in_flight;
+      counted_ = false;
+    }
+    if (!keep) return unread_body_ ? linger() : close();
+    read_header();
+  }
+
+  // The client may still be sending the body we refused: closing with its bytes unread would
+  // reset the connection and could destroy the reply before the client reads it. Stop
+  // sending, discard what still comes for a short while, then close.
+  void linger() {
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    if (!linger_buffer_) linger_buffer_ = std::make_unique<std::array<char, 16384>>();
+    linger_deadline_ = clock::now() + std::chrono::seconds(2);
+    drain();
+  }
+  void drain() {
+    if (clock::now() > linger_deadline_) return close();
+    socket_.async_read_some(net::buffer(*linger_buffer_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
+  void close() {
+    if (counted_) {
+      --s_.in_flight;
+      counted_ = false;
+    }
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
+    watchdog_.cancel();
+  }
+
+  tcp::socket socket_;
+  net::steady_timer watchdog_;
+  clock::time_point last_progress_;
+  bool executing_ = false;
+  beast::flat_buffer buffer_;
+  request_t direct_;
+  std::shared_ptr<body_buffer> direct_body_;
+  std::string head_;
+  server_state& s_;
+  rest::endpoints endpoints_;
+  bool metrics_;
+  std::optional<bhttp::request_parser<growing_body>> parser_;
+  std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
+  std::size_t chunks_ = 0;
+  bool chunk_overflow_ = false;
+  bool budget_refused_ = false;
+  bool unread_body_ = false;  ///< a refused body's bytes may still be arriving
+  std::unique_ptr<std::array<char, 16384>> linger_buffer_;
+  clock::time_point linger_deadline_;
+  byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
+  bool keep_alive_ = true;
+  bool head_request_ = false;  ///< the request being answered is a HEAD
+  bool framing_rewritten_ = false;  ///< Content-Length dropped for Transfer-Encoding (close after)
+  bool counted_ = false;
+  std::shared_ptr<std::string> continue_;
+  reply reply_;
+  std::vector<net::const_buffer> buffers_;
+};
+
+
+// --- listener ------------------------------------------------------------------------------
+
+class listener : public std::enable_shared_from_this<listener> {
+ public:
+  listener(server_state& s, bool metrics)
+      : s_(s), acceptor_(*s.ios.front()), backoff_(*s.ios.front()), metrics_(metrics) {}
+
+  status open(const std::string& address, int port, int& bound) {
+    beast::error_code ec;
+    auto addr = net::ip::make_address(address, ec);
+    if (ec) return {errc::invalid_arg, "invalid address '" + address + "'"};
+    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec)
+      return {errc::unavailable, "failed to listen on " + address + ":" + std::to_string(port) +
+                                     ": " + ec.message()};
+    bound = acceptor_.local_endpoint().port();
+    return {};
+  }
+
+  void accept() {
+    acceptor_.async_accept(s_.next_io(),
+                           [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
+                             if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
+                               return;
+                             if (!ec) {
+                               sock.set_option(tcp::no_delay(true), ec);
+                               std::make_shared<session>(std::move(sock), self->s_, self->metrics_)
+                                   ->start();
+                             } else if (ec.category() == boost::system::system_category() &&
+                                        is_resource_exhaustion(ec.value())) {
+                               // Out of descriptors or memory: the pending connection stays in
+                               // the backlog; try again shortly instead of spinning on it.
+                               return self->accept_later();
+                             }
+                             self->accept();
+                           });
+  }
+
+  void accept_later() {
+    backoff_.expires_after(std::chrono::milliseconds(100));
+    backoff_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && self->acceptor_.is_open()) self->accept();
+    });
+  }
+
+  void stop() {
+    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->acceptor_.close(ec);
+      self->backoff_.cancel();
+    });
+  }
+
+ private:
+  server_state& s_;
+  tcp::acceptor acceptor_;
+  net::steady_timer backoff_;
+  bool metrics_;
+};
+
+std::shared_ptr<listener> start_listener(server_state& s, const std::string& address, int port,
+                                         bool metrics, status& st, int& bound_port) {
+  auto l = std::make_shared<listener>(s, metrics);
+  if ((st = l->open(address, port, bound_port))) return nullptr;
+  l->accept();
+  return l;
+}
+
+void stop_listener(listener& l) { l.stop(); }
+
+}  // namespace inferwire::server

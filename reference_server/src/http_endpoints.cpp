@@ -1,0 +1,421 @@
+// The v2 endpoints over HTTP (v2-protocol §1): each handler decodes the request, calls the
+// service, and encodes what it returns. The rules themselves live in the service; what stays
+// here is HTTP's alone (routes and methods, JSON bodies, binary framing, Content-Encoding, the
+// binary_data output rule, and the texts upstream's HTTP frontend has and its gRPC one lacks).
+#include "http.hpp"
+
+#include <inferwire/http/compression.hpp>
+#include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/json.hpp>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <new>
+
+namespace inferwire::server::rest {
+
+using inferwire::http::endpoint;
+using inferwire::http::route;
+
+namespace {
+
+// Nesting allowed in control bodies (repository index), far above the infer body's limit but
+// low enough that freeing the parsed value cannot exhaust an I/O thread's stack.
+constexpr std::size_t control_json_depth = 10000;
+
+template <class T>
+status parse_body_as(std::string_view body, T& out, std::size_t max_depth = v2::max_json_depth) {
+  status st;
+  boost::json::value jv = v2::parse_json(body, st, max_depth);
+  if (st) return st;
+  try {
+    out = boost::json::value_to<T>(jv);
+  } catch (const inferwire::error& e) {
+    return e.get_status();
+  } catch (const std::exception& e) {
+    return {errc::invalid_arg, e.what()};
+  }
+  return {};
+}
+
+template <class T>
+reply json_of(const T& value) {
+  return json_reply(boost::json::serialize(boost::json::value_from(value)));
+}
+
+template <class T>
+reply json_array_of(const std::vector<T>& values) {
+  boost::json::array out;
+  for (const auto& v : values) out.push_back(boost::json::value_from(v));
+  return json_reply(boost::json::serialize(out));
+}
+
+}  // namespace
+
+reply json_reply(std::string body, unsigned status) {
+  reply r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+reply error_reply(unsigned code, std::string_view message) {
+  return json_reply(v2::error_body(quote_input(message, max_error_text)), code);
+}
+reply error_reply(const status& st) {
+  return error_reply(static_cast<unsigned>(st.http_status()), st.message());
+}
+reply empty_reply(unsigned code) {
+  reply r;
+  r.status = code;
+  return r;
+}
+
+/// An infer request in flight: the service's call (its shared-memory places hold their regions
+/// until the reply is sent) and the HTTP request that owns the bytes every view points into.
+struct endpoints::infer_job : infer_call {
+  request_t req;
+  std::shared_ptr<body_buffer> big_body;
+  std::string inflated;
+  v2::encoded_body encoded;
+};
+
+// --- routing ---------------------------------------------------------------------------------
+
+std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buffer> big,
+                                       const std::shared_ptr<responder>& out) {
+  const route r = inferwire::http::match_route(req.target());
+  if (big && r.kind != endpoint::model_infer) {
+    // Only infer reads its body in place; the other endpoints take it as a string.
+    req.body().assign(big->view());
+    big.reset();
+  }
+  if (s_.log.verbose >= 1)
+    s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
+                              std::string(req.target()));
+  const auto method = req.method();
+  const bool get = method == bhttp::verb::get;  // HEAD: 405, headers only
+  const bool post = method == bhttp::verb::post;
+  const reply not_allowed = error_reply(405, "Method Not Allowed");
+  switch (r.kind) {
+    case endpoint::health_live:
+      if (!get) return not_allowed;
+      if (auto st = svc_.live()) return error_reply(st);
+      return empty_reply(200);
+    case endpoint::health_ready:
+      if (!get) return not_allowed;
+      return empty_reply(svc_.ready() ? 200 : 400);
+    case endpoint::server_metadata:
+      if (!get) return not_allowed;
+      return json_reply(s_.metadata_json);
+    case endpoint::model_metadata:
+      if (!get) return not_allowed;
+      return model_metadata(r);
+    case endpoint::model_ready: {
+      if (!get) return not_allowed;
+      bool ready = false;
+      if (auto st = svc_.model_ready(r.model, r.version, ready)) return error_reply(st);
+      // Upstream's HTTP frontend answers a model that is not ready with 400 and this text
+      // (gRPC answers ready = false).
+      if (!ready) return error_reply(400, "Model version not ready");
+      return empty_reply(200);
+    }
+    case endpoint::model_config:
+      if (!get) return not_allowed;
+      return model_config(r);
+    case endpoint::model_stats:
+    case endpoint::all_stats:
+      if (!get) return not_allowed;
+      return statistics(r);
+    case endpoint::model_trace:
+    case endpoint::trace:
+      if (!get && !post) return not_allowed;
+      return trace(r, req);
+    case endpoint::logging:
+      if (!get && !post) return not_allowed;
+      return logging(req);
+    case endpoint::model_infer:
+      if (!post) return not_allowed;
+      return infer(r, std::move(req), std::move(big), out);
+    case endpoint::repository_index:
+      if (!post) return not_allowed;
+      return repository_index(req);
+    case endpoint::repository_load:
+    case endpoint::repository_unload:
+      if (!post) return not_allowed;
+      return repository_control(r, std::move(req), out);
+    case endpoint::system_shm:
+    case endpoint::cuda_shm:
+      if (r.action == "status" ? !get : !post) return not_allowed;
+      return shared_memory(r, req.body());
+    case endpoint::model_generate:
+    case endpoint::model_generate_stream:
+      return error_reply(501, "this endpoint is not implemented by inferwire-server yet");
+    case endpoint::not_found:
+      break;
+  }
+  return error_reply(404, "Not Found");
+}
+
+reply endpoints::metrics(const request_t& req) const {
+  const std::string_view path = inferwire::http::target_path(req.target());
+  if (req.method() != bhttp::verb::get) return error_reply(405, "Method Not Allowed");
+  reply r;
+  if (path == "/metrics" || path == "/metrics/") {
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = s_.metrics_text();
+  }
+  return r;
+}
+
+// --- metadata, configuration, statistics -------------------------------------------------------
+
+reply endpoints::model_metadata(const route& r) {
+  v2::model_metadata md;
+  if (auto st = svc_.model_metadata(r.model, r.version, md)) return error_reply(st);
+  return json_of(md);
+}
+
+reply endpoints::model_config(const route& r) {
+  std::shared_ptr<const server::model_config> c;
+  if (auto st = svc_.model_configuration(r.model, r.version, c)) return error_reply(st);
+  return json_reply(c->json);
+}
+
+reply endpoints::statistics(const route& r) {
+  v2::statistics_response out;
+  if (auto st = svc_.statistics(r.kind == endpoint::all_stats ? std::string_view() : r.model, r.version, out))
+    return error_reply(st);
+  return json_of(out);
+}
+
+// --- shared memory (v2-protocol §5) ------------------------------------------------------------
+
+reply endpoints::shared_memory(const route& r, std::string_view body) {
+  const bool system = r.kind == endpoint::system_shm;
+  const auto kind = system ? region_kind::system : region_kind::cuda;
+  if (r.action == "status") {
+    if (system) {
+      std::vector<v2::system_shm_status> v;
+      if (auto st = svc_.system_shm_status(r.region, v)) return error_reply(st);
+      return json_array_of(v);
+    }
+    std::vector<v2::cuda_shm_status> v;
+    if (auto st = svc_.cuda_shm_status(r.region, v)) return error_reply(st);
+    return json_array_of(v);
+  }
+  if (r.action == "unregister") {
+    if (auto st = svc_.unregister_shm(kind, r.region)) return error_reply(st);
+    return empty_reply(200);
+  }
+  // Register. Upstream's HTTP frontend checks the permission, then the region name of the
+  // URL, before it parses the body; the name check and its text are HTTP's alone.
+  if (auto st = s_.shm.check_allowed()) return error_reply(st);
+  if (auto st = shm_registry::require_name(kind, r.region)) return error_reply(st);
+  status st;
+  if (system) {
+    v2::system_shm_register_request q;
+    if (auto e = parse_body_as(body, q)) return error_reply(e);
+    q.name = r.region;
+    st = svc_.register_system_shm(q);
+  } else {
+    v2::cuda_shm_register_request q;
+    if (auto e = parse_body_as(body, q)) return error_reply(e);
+    q.name = r.region;
+    st = svc_.register_cuda_shm(q);
+  }
+  if (st) return error_reply(st);
+  return empty_reply(200);
+}
+
+// --- trace and log settings ----------------------------------------------------------------------
+
+reply endpoints::trace(const route& r, const request_t& req) {
+  std::string_view model;
+  if (r.kind == endpoint::model_trace) {
+    if (!r.version.empty()) return error_reply(404, "Not Found");
+    model = r.model;
+  }
+  v2::trace_settings result;
+  std::optional<v2::trace_settings> update;
+  if (req.method() == bhttp::verb::post)
+    if (auto st = parse_body_as(req.body(), update.emplace())) return error_reply(st);
+  if (auto st = svc_.trace_settings(model, update ? &*update : nullptr, result)) return error_reply(st);
+  return json_of(result);
+}
+
+reply endpoints::logging(const request_t& req) {
+  std::optional<v2::log_settings> update;
+  if (req.method() == bhttp::verb::post)
+    if (auto st = parse_body_as(req.body(), update.emplace())) return error_reply(st);
+  v2::log_settings current;
+  if (auto st = svc_.log_settings(update ? &*update : nullptr, current)) return error_reply(st);
+  return json_of(current);
+}
+
+// --- model repository (v2-protocol §6) -----------------------------------------------------------
+
+reply endpoints::repository_index(const request_t& req) {
+  v2::repository_index_request q;
+  // The infer body's nesting limit is not the index body's: as upstream, a deeply nested
+  // 'ready' is an invalid value, not a nesting error.
+  if (!req.body().empty())
+    if (auto st = parse_body_as(req.body(), q, control_json_depth)) return error_reply(st);
+  std::vector<v2::repository_index_entry> index;
+  // Upstream's HTTP frontend ignores the repository name of the index URL (gRPC refuses one).
+  if (auto st = svc_.repository_index("", q.ready.value_or(false), index)) return error_reply(st);
+  return json_array_of(index);
+}
+
+// Load and unload run on the execution pool: they are synchronous for the client (the reply
+// comes when they finished) but never hold an I/O thread. `out` keeps the connection, and with
+// it this object, alive until the reply is handed over.
+std::optional<reply> endpoints::repository_control(const route& r, request_t&& req,
+                                                   const std::shared_ptr<responder>& out) {
+  if (auto st = svc_.repository_available(r.repository)) return error_reply(st);
+  const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+  if (auto st = v2::check_json_size(req.body().size(), limits)) return error_reply(st);
+  auto shared = std::make_shared<request_t>(std::move(req));
+  const bool load = r.kind == endpoint::repository_load;
+  net::post(s_.execution, [this, out, shared, load, model = std::string(r.model),
+                           repository = std::string(r.repository)] {
+    status st;
+    const std::string& body = shared->body();
+    if (load) {
+      v2::repository_load_request q;
+      if (!body.empty()) st = parse_body_as(body, q);
+      if (!st) st = svc_.repository_load(repository, model, q);
+    } else {
+      // As upstream: a malformed unload_dependents is ignored (unload without dependents).
+      v2::repository_unload_request q;
+      if (!body.empty()) {
+        boost::json::value jv = v2::parse_json(body, st);
+        if (!st) {
+          try {
+            q = boost::json::value_to<v2::repository_unload_request>(jv);
+          } catch (const std::exception&) {
+            q = {};
+          }
+        }
+      }
+      if (!st) st = svc_.repository_unload(repository, model, q.unload_dependents);
+    }
+    out->respond(st ? error_reply(st) : empty_reply(200));
+  });
+  return std::nullopt;
+}
+
+// --- infer (v2-protocol §4) --------------------------------------------------------------------
+
+std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
+                                      const std::shared_ptr<responder>& out) {
+  auto job = std::make_shared<infer_job>();
+  // Step 1: the model.
+  if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
+  // Upstream's HTTP frontend refuses decoupled models with this text (gRPC's ModelInfer has
+  // its own; ModelStreamInfer serves them).
+  if (job->model->config->decoupled)
+    return error_reply(501, "HTTP end point doesn't support models with decoupled transaction policy");
+  job->req = std::move(req);
+  job->big_body = std::move(big);
+  // Steps 2 to 9: the body.
+  std::optional<reply> refusal;
+  if (auto st = decode_body(*job, refusal)) return error_reply(svc_.failed(*job, std::move(st)));
+  if (refusal) return refusal;
+  // Steps 10 and 11, then the run: inline for small requests (done is called before infer
+  // returns, on this I/O thread), otherwise on the execution pool.
+  if (auto st = svc_.admit(*job)) return error_reply(st);
+  svc_.infer(job, {}, [this, out, job, accept = std::string(job->req[bhttp::field::accept_encoding])](status done) {
+    reply rep = respond(*job, done, accept);
+    rep.owner = job;
+    out->respond(std::move(rep));
+  });
+  return std::nullopt;
+}
+
+// Steps 2 to 9 of the HTTP infer pipeline: Content-Encoding, the lengths, then the JSON header
+// and binary tensor data. A failure is the request's error (counted as a failed inference);
+// `refusal` is a reply that is not an inference failure (an unsupported coding).
+status endpoints::decode_body(infer_job& job, std::optional<reply>& refusal) {
+  const server::model_config& c = *job.model->config;
+  const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+  // Step 2: Content-Encoding.
+  std::string_view body = job.big_body ? job.big_body->view() : std::string_view(job.req.body());
+  const auto coding = inferwire::http::parse_content_encoding(job.req[bhttp::field::content_encoding]);
+  if (!coding) {
+    refusal = error_reply(501, "Unsupported compression type");
+    refusal->fields.emplace_back("Accept-Encoding", "gzip, deflate");
+    return {};
+  }
+  if (*coding != inferwire::http::content_coding::identity) {
+    if (auto e = inferwire::http::decompress(body, limits.max_input_size, job.inflated)) return e;
+    body = job.inflated;
+  }
+  // Steps 3 and 4: lengths.
+  status st;
+  std::size_t content_length = body.size();
+  if (*coding == inferwire::http::content_coding::identity) {
+    if (auto it = job.req.find(bhttp::field::content_length); it != job.req.end()) {
+      content_length = v2::parse_content_length(it->value(), st);
+      if (st) return st;
+      content_length = std::min(content_length, body.size());
+    }
+  }
+  std::optional<std::string_view> ihcl;
+  if (auto it = job.req.find(v2::header_length_field); it != job.req.end()) ihcl = it->value();
+  const std::size_t header_length = v2::parse_header_length(ihcl, content_length, st);
+  if (st) return st;
+  // Steps 5 to 9: the JSON header and the binary data after it.
+  job.request = v2::decode_infer_request(body.substr(0, content_length), header_length, c.name, st, limits);
+  if (st) return st;
+  if (job.request.raw_binary) {
+    std::vector<v2::tensor_metadata> inputs;
+    for (const auto& t : c.inputs) inputs.push_back({t.name, t.datatype, t.dims});
+    return v2::deduce_raw_input(job.request, c.name, inputs, c.batching(), limits);
+  }
+  return {};
+}
+
+// The reply of a finished inference, where nothing may escape: a failure is its reply.
+reply endpoints::respond(infer_job& job, const status& done, const std::string& accept) noexcept {
+  try {
+    if (done) return error_reply(done);
+    return encode(job, accept);
+  } catch (const std::bad_alloc&) {
+    return error_reply(500, "failed to allocate memory for the request");
+  } catch (const std::exception& e) {
+    return error_reply(500, quote_input(e.what()));
+  }
+}
+
+// The HTTP form of a response: each output in binary or JSON as the request's binary_data
+// parameters ask (outputs in shared memory stay there), then Accept-Encoding.
+reply endpoints::encode(infer_job& job, const std::string& accept) {
+  for (auto& o : job.response.outputs)
+    if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
+  if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
+  reply rep;
+  const bool binary = job.encoded.has_binary_data();
+  rep.content_type = binary ? "application/octet-stream" : "application/json";
+  if (binary)
+    rep.fields.emplace_back(std::string(v2::header_length_field), std::to_string(job.encoded.header_length()));
+  const auto coding = inferwire::http::negotiate_accept_encoding(accept);
+  if (coding != inferwire::http::content_coding::identity) {
+    std::vector<std::string_view> parts;
+    parts.push_back(job.encoded.header);
+    for (auto seg : job.encoded.segments) parts.emplace_back(reinterpret_cast<const char*>(seg.data()), seg.size());
+    if (inferwire::http::compress(parts, coding, rep.body)) {
+      rep.fields.emplace_back("Content-Encoding", std::string(inferwire::http::coding_name(coding)));
+      return rep;
+    }
+  }
+  rep.body = std::move(job.encoded.header);
+  for (auto seg : job.encoded.segments) rep.extra.push_back(net::buffer(seg.data(), seg.size()));
+  return rep;
+}
+
+}  // namespace inferwire::server::rest

@@ -1,0 +1,63 @@
+#include "statistics.hpp"
+
+namespace inferwire::server {
+
+namespace {
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+void add(v2::statistic_duration& d, std::uint64_t ns, std::uint64_t count = 1) {
+  d.count += count;
+  d.ns += ns;
+}
+}  // namespace
+
+void version_stats::record_success(std::uint64_t batch_size, const durations& d) {
+  std::lock_guard lock(mu_);
+  add(inference_.success, d.request_ns);
+  add(inference_.queue, d.queue_ns);
+  add(inference_.compute_input, d.input_ns);
+  add(inference_.compute_infer, d.infer_ns);
+  add(inference_.compute_output, d.output_ns);
+  inference_count_ += batch_size;
+  execution_count_ += 1;
+  last_inference_ms_ = now_ms();
+  auto& b = batches_[batch_size];
+  b.batch_size = batch_size;
+  add(b.compute_input, d.input_ns);
+  add(b.compute_infer, d.infer_ns);
+  add(b.compute_output, d.output_ns);
+}
+
+void version_stats::record_failure(std::uint64_t request_ns, bool backend) {
+  std::lock_guard lock(mu_);
+  add(inference_.fail, request_ns);
+  (backend ? fail_backend_ : fail_rejected_) += 1;
+  last_inference_ms_ = now_ms();
+}
+
+v2::model_statistics version_stats::snapshot(const std::string& name, std::int64_t version) const {
+  std::lock_guard lock(mu_);
+  v2::model_statistics s;
+  s.name = name;
+  s.version = std::to_string(version);
+  s.last_inference = last_inference_ms_;
+  s.inference_count = inference_count_;
+  s.execution_count = execution_count_;
+  s.inference_stats = inference_;
+  for (const auto& kv : batches_) s.batch_stats.push_back(kv.second);
+  return s;
+}
+
+std::uint64_t version_stats::failures_rejected() const {
+  std::lock_guard lock(mu_);
+  return fail_rejected_;
+}
+std::uint64_t version_stats::failures_backend() const {
+  std::lock_guard lock(mu_);
+  return fail_backend_;
+}
+
+}  // namespace inferwire::server
