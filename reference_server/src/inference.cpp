@@ -338,60 +338,52 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
   return in;
 }
 
-}  // namespace
+// One request's way through its model version, a helper per step of execute_request.
+class request_run {
+ public:
+  request_run(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
+              const tensor_places* places)
+      : model_(model), c_(*model.config), r_(r), places_(places),
+        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}} {}
 
-status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
-                       const request_clock& times, v2::infer_response& response,
-                       const tensor_places* places, const response_sink* on_response) {
-  const model_config& c = *model.config;
-  version_stats::durations d;
-  const auto start = clock::now();
-  d.queue_ns = ns_between(times.queued, start);
-
-  execution e{c, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}};
-  std::vector<v2::infer_input> with_controls;
-  const std::vector<v2::infer_input>* inputs = &r.inputs;
-  std::vector<v2::infer_input> staged;
-  std::unique_lock<std::mutex> sequence_lock;
-  std::string sequence_key;
-  bool sequence_end = false;
-  auto fail = [&](status st, bool backend) {
-    model.stats.record_failure(ns_between(times.received, clock::now()), backend);
-    return st;
-  };
-
-  if (places) {
-    e.output_places = places->outputs;
-    if (model.impl->on_gpu()) {
-      e.input_places = places->inputs;
-    } else if (!places->inputs.empty()) {
-      // A CPU instance: inputs in device memory are copied to the host first.
-      staged.reserve(r.inputs.size());
-      for (std::size_t i = 0; i < r.inputs.size(); ++i) {
-        const auto& in = r.inputs[i];
-        auto& v = staged.emplace_back();
-        v.name = in.name;
-        v.datatype = in.datatype;
-        v.shape = in.shape;
-        v.encoding = in.encoding;
-        if (i < places->inputs.size() && places->inputs[i].data) {
-          const placement& p = places->inputs[i];
-          std::string host(p.size, '\0');
-          if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), p.size, -1}, p, p.size))
-            return fail(st, false);
-          v.data = v2::tensor_data::own(std::move(host));
-        } else {
-          v.data = v2::tensor_data::view(in.data.bytes());
-        }
-      }
-      inputs = &staged;
-      e.inputs = staged;
+  // Shared-memory places; a CPU instance gets inputs in device memory copied to the host.
+  status stage_inputs() {
+    if (!places_) return {};
+    e_.output_places = places_->outputs;
+    if (model_.impl->on_gpu()) {
+      e_.input_places = places_->inputs;
+      return {};
     }
+    if (places_->inputs.empty()) return {};
+    staged_.reserve(r_.inputs.size());
+    for (std::size_t i = 0; i < r_.inputs.size(); ++i) {
+      const auto& in = r_.inputs[i];
+      auto& v = staged_.emplace_back();
+      v.name = in.name;
+      v.datatype = in.datatype;
+      v.shape = in.shape;
+      v.encoding = in.encoding;
+      if (i < places_->inputs.size() && places_->inputs[i].data) {
+        const placement& p = places_->inputs[i];
+        std::string host(p.size, '\0');
+        if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), p.size, -1}, p, p.size)) return st;
+        v.data = v2::tensor_data::own(std::move(host));
+      } else {
+        v.data = v2::tensor_data::view(in.data.bytes());
+      }
+    }
+    inputs_ = &staged_;
+    e_.inputs = staged_;
+    return {};
   }
 
-  if (c.sequence) {
-    sequence_lock = std::unique_lock(model.sequence_mu);
-    const auto* idp = r.parameters.find("sequence_id");
+  // Sequence models (v2-protocol §7): the correlation ID, the sequence's slot, and the
+  // control tensors the sequence batcher injects. Holds the model's sequence lock until the
+  // execution is over.
+  status begin_sequence() {
+    if (!c_.sequence) return {};
+    sequence_lock_ = std::unique_lock(model_.sequence_mu);
+    const auto* idp = r_.parameters.find("sequence_id");
     std::string id_text;
     std::uint64_t id_number = 0;
     bool string_id = false;
@@ -407,149 +399,182 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
         id_text = std::to_string(*i);
       }
     }
-    const std::string pfx = prefix_of(r);
+    const std::string pfx = prefix_of(r_);
     if (id_text.empty() || (!string_id && id_number == 0))
-      return fail({errc::invalid_arg, pfx + "inference request to model '" + c.name +
-                                          "' must specify a non-zero or non-empty correlation ID"},
-                  false);
-    const auto* corrid = c.sequence->find(control_kind::corrid);
+      return {errc::invalid_arg, pfx + "inference request to model '" + c_.name +
+                                     "' must specify a non-zero or non-empty correlation ID"};
+    const auto* corrid = c_.sequence->find(control_kind::corrid);
     if (corrid && string_id && corrid->datatype != data_type::bytes)
-      return fail({errc::invalid_arg,
-                   pfx + "sequence batching control '" + corrid->input + "' of model '" + c.name +
-                       "' expects a " + std::string(wire_name(corrid->datatype)) +
-                       " correlation ID, but the request's correlation ID '" + id_text +
-                       "' is a string"},
-                  false);
-    const bool seq_start = r.parameters.get<bool>("sequence_start").value_or(false);
-    sequence_end = r.parameters.get<bool>("sequence_end").value_or(false);
-    sequence_key = (string_id ? "s:" : "u:") + id_text;
+      return {errc::invalid_arg, pfx + "sequence batching control '" + corrid->input + "' of model '" +
+                                     c_.name + "' expects a " + std::string(wire_name(corrid->datatype)) +
+                                     " correlation ID, but the request's correlation ID '" + id_text +
+                                     "' is a string"};
+    const bool seq_start = r_.parameters.get<bool>("sequence_start").value_or(false);
+    sequence_end_ = r_.parameters.get<bool>("sequence_end").value_or(false);
+    sequence_key_ = (string_id ? "s:" : "u:") + id_text;
     bool found = false;
-    e.sequence = model.sequences.begin(sequence_key, seq_start,
-                                       std::chrono::microseconds(c.sequence->max_idle_us), found);
-    if (!e.sequence)
-      return fail({errc::invalid_arg, pfx + "inference request for sequence " + id_text +
-                                          " to model '" + c.name +
-                                          "' must specify the START flag on the first request of "
-                                          "the sequence"},
-                  false);
-    e.correlation_id = id_text;
+    e_.sequence = model_.sequences.begin(sequence_key_, seq_start,
+                                         std::chrono::microseconds(c_.sequence->max_idle_us), found);
+    if (!e_.sequence)
+      return {errc::invalid_arg, pfx + "inference request for sequence " + id_text + " to model '" + c_.name +
+                                     "' must specify the START flag on the first request of the sequence"};
+    e_.correlation_id = id_text;
     // The request's inputs as views (no copies of their data), then the control tensors.
-    with_controls.reserve(inputs->size() + c.sequence->controls.size());
-    for (const auto& in : *inputs) {
-      auto& v = with_controls.emplace_back();
+    with_controls_.reserve(inputs_->size() + c_.sequence->controls.size());
+    for (const auto& in : *inputs_) {
+      auto& v = with_controls_.emplace_back();
       v.name = in.name;
       v.datatype = in.datatype;
       v.shape = in.shape;
       v.encoding = in.encoding;
       v.data = v2::tensor_data::view(in.data.bytes());
     }
-    for (const auto& sc : c.sequence->controls) {
+    for (const auto& sc : c_.sequence->controls) {
       double v = 0;
       switch (sc.kind) {
         case control_kind::start: v = seq_start ? sc.true_value : sc.false_value; break;
-        case control_kind::end: v = sequence_end ? sc.true_value : sc.false_value; break;
+        case control_kind::end: v = sequence_end_ ? sc.true_value : sc.false_value; break;
         case control_kind::ready: v = sc.true_value; break;
         case control_kind::corrid: break;
       }
-      with_controls.push_back(
-          control_tensor(sc, v, id_text, id_number, c.batching(), batch_size));
+      with_controls_.push_back(control_tensor(sc, v, id_text, id_number, c_.batching(), e_.batch_size));
     }
-    e.inputs = with_controls;
-  }
-  // The response of a set of outputs: the requested ones (all when none are listed), with
-  // their encodings, shared-memory destinations and classification.
-  auto build = [&](std::vector<v2::infer_output>& outs, v2::infer_response& resp) -> status {
-    resp.id = r.id;
-    resp.model_name = c.name;
-    resp.model_version = std::to_string(model.version);
-    resp.outputs.clear();
-    auto take = [&](std::string_view name) -> v2::infer_output* {
-      for (auto& o : outs)
-        if (o.name == name) return &o;
-      return nullptr;
-    };
-    auto emit = [&](std::string_view name, std::uint64_t k) -> status {
-      v2::infer_output* o = take(name);
-      if (!o) return {};  // the backend did not produce it (e.g. from an absent optional input)
-      v2::infer_output out = std::move(*o);
-      // Shared memory is the transport-independent destination; binary or JSON is the HTTP
-      // frontend's choice (binary_data), made when it encodes the response.
-      out.encoding = v2::tensor_encoding::binary;
-      for (const auto& ro : r.outputs)
-        if (ro.name == name && ro.shm) out.encoding = v2::tensor_encoding::shared_memory;
-      if (out.encoding == v2::tensor_encoding::shared_memory && places) {
-        for (const auto& [n, p] : places->outputs) {
-          if (n != name) continue;
-          const auto bytes = out.data.bytes();
-          if (bytes.size() > p.size)
-            return {errc::internal, "shared memory size specified with the request for output '" +
-                                        std::string(name) + "' (" + std::to_string(p.size) +
-                                        " bytes) should be at least " + std::to_string(bytes.size()) +
-                                        " bytes to hold the results"};
-          if (bytes.data() != p.data)  // not written in place by the backend
-            if (auto st = gpu_copy(p, {const_cast<std::byte*>(bytes.data()), bytes.size(), -1},
-                                   bytes.size()))
-              return st;
-          break;
-        }
-        out.data = {};
-        out.parameters.clear();
-      }
-      if (k > 0)
-        if (auto st = classify(out, k, *c.output(name), c.batching())) return st;
-      resp.outputs.push_back(std::move(out));
-      return {};
-    };
-    if (!r.outputs.empty()) {
-      for (const auto& ro : r.outputs)
-        if (auto st = emit(ro.name, ro.classification)) return st;
-    } else {
-      for (const auto& t : c.outputs)
-        if (auto st = emit(t.name, 0)) return st;
-    }
+    e_.inputs = with_controls_;
     return {};
-  };
-  // Decoupled models send their responses as they go.
-  std::size_t responses = 0;
-  if (c.decoupled) {
+  }
+
+  // Decoupled models send their responses as they go, through `on_response`.
+  status connect_responses(const response_sink* on_response) {
+    if (!c_.decoupled) return {};
     if (!on_response)
-      return fail({errc::unsupported, "this frontend does not support models with decoupled transaction policy"},
-                  false);
-    e.respond = [&](std::vector<v2::infer_output>&& outs) -> status {
+      return {errc::unsupported, "this frontend does not support models with decoupled transaction policy"};
+    e_.respond = [this, on_response](std::vector<v2::infer_output>&& outs) -> status {
       v2::infer_response resp;
       if (auto st = build(outs, resp)) return st;
-      ++responses;
       if (!(*on_response)(std::move(resp))) return {errc::cancelled, "the client cancelled the request"};
       return {};
     };
+    return {};
   }
 
+  // The backend's run; a sequence's last request ends the sequence either way.
+  status execute() {
+    status st = model_.impl->execute(e_);
+    if (c_.sequence && sequence_end_) model_.sequences.end(sequence_key_);
+    if (sequence_lock_.owns_lock()) sequence_lock_.unlock();
+    return st;
+  }
+
+  // The response: the built outputs, or (decoupled) the last outputs sent and an empty final
+  // response. A shared-memory region its owner shrank meanwhile fails the request.
+  status finish(v2::infer_response& response) {
+    if (c_.decoupled) {
+      // A backend that is not decoupled-aware answers once, with its outputs.
+      if (!e_.outputs.empty())
+        if (auto st = e_.respond(std::move(e_.outputs))) return st;
+      response = {};
+      response.id = r_.id;
+      response.model_name = c_.name;
+      response.model_version = std::to_string(model_.version);
+    } else if (auto st = build(e_.outputs, response)) {
+      return st;
+    }
+    return places_ ? places_->check_faults() : status{};
+  }
+
+ private:
+  // The response of a set of outputs: the requested ones (all when none are listed), with
+  // their encodings, shared-memory destinations and classification.
+  status build(std::vector<v2::infer_output>& outs, v2::infer_response& resp) const {
+    resp.id = r_.id;
+    resp.model_name = c_.name;
+    resp.model_version = std::to_string(model_.version);
+    resp.outputs.clear();
+    if (!r_.outputs.empty()) {
+      for (const auto& ro : r_.outputs)
+        if (auto st = emit(outs, ro.name, ro.classification, resp)) return st;
+    } else {
+      for (const auto& t : c_.outputs)
+        if (auto st = emit(outs, t.name, 0, resp)) return st;
+    }
+    return {};
+  }
+
+  // One output into the response: moved out of `outs`, written to its shared-memory
+  // destination if it has one, classified if asked.
+  status emit(std::vector<v2::infer_output>& outs, std::string_view name, std::uint64_t k,
+              v2::infer_response& resp) const {
+    auto it = std::find_if(outs.begin(), outs.end(), [&](const auto& o) { return o.name == name; });
+    if (it == outs.end()) return {};  // the backend did not produce it (e.g. from an absent optional input)
+    v2::infer_output out = std::move(*it);
+    // Shared memory is the transport-independent destination; binary or JSON is the HTTP
+    // frontend's choice (binary_data), made when it encodes the response.
+    out.encoding = v2::tensor_encoding::binary;
+    for (const auto& ro : r_.outputs)
+      if (ro.name == name && ro.shm) out.encoding = v2::tensor_encoding::shared_memory;
+    if (out.encoding == v2::tensor_encoding::shared_memory && places_) {
+      if (auto st = write_to_place(out, name)) return st;
+      out.data = {};
+      out.parameters.clear();
+    }
+    if (k > 0)
+      if (auto st = classify(out, k, *c_.output(name), c_.batching())) return st;
+    resp.outputs.push_back(std::move(out));
+    return {};
+  }
+
+  // Copies an output into its shared-memory destination, unless the backend wrote it there.
+  status write_to_place(const v2::infer_output& out, std::string_view name) const {
+    for (const auto& [n, p] : places_->outputs) {
+      if (n != name) continue;
+      const auto bytes = out.data.bytes();
+      if (bytes.size() > p.size)
+        return {errc::internal, "shared memory size specified with the request for output '" +
+                                    std::string(name) + "' (" + std::to_string(p.size) +
+                                    " bytes) should be at least " + std::to_string(bytes.size()) +
+                                    " bytes to hold the results"};
+      if (bytes.data() != p.data)
+        return gpu_copy(p, {const_cast<std::byte*>(bytes.data()), bytes.size(), -1}, bytes.size());
+      return {};
+    }
+    return {};
+  }
+
+  model_version& model_;
+  const model_config& c_;
+  const v2::infer_request& r_;
+  const tensor_places* places_;
+  execution e_;
+  const std::vector<v2::infer_input>* inputs_ = &r_.inputs;
+  std::vector<v2::infer_input> staged_;         ///< device inputs copied to the host
+  std::vector<v2::infer_input> with_controls_;  ///< inputs plus a sequence's control tensors
+  std::unique_lock<std::mutex> sequence_lock_;
+  std::string sequence_key_;
+  bool sequence_end_ = false;
+};
+
+}  // namespace
+
+status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
+                       const request_clock& times, v2::infer_response& response,
+                       const tensor_places* places, const response_sink* on_response) {
+  version_stats::durations d;
+  const auto start = clock::now();
+  d.queue_ns = ns_between(times.queued, start);
+  auto fail = [&](status st, bool backend) {
+    model.stats.record_failure(ns_between(times.received, clock::now()), backend);
+    return st;
+  };
+  request_run run(model, r, batch_size, places);
+  if (auto st = run.stage_inputs()) return fail(st, false);
+  if (auto st = run.begin_sequence()) return fail(st, false);
+  if (auto st = run.connect_responses(on_response)) return fail(st, false);
   const auto inputs_ready = clock::now();
   d.input_ns = ns_between(start, inputs_ready);
-
-  if (auto st = model.impl->execute(e)) {
-    if (c.sequence && sequence_end) model.sequences.end(sequence_key);
-    return fail(st, true);
-  }
-  if (c.sequence && sequence_end) model.sequences.end(sequence_key);
-  if (sequence_lock.owns_lock()) sequence_lock.unlock();
+  if (auto st = run.execute()) return fail(st, true);
   const auto executed = clock::now();
   d.infer_ns = ns_between(inputs_ready, executed);
-
-  if (c.decoupled) {
-    // A backend that is not decoupled-aware answers once, with its outputs.
-    if (!e.outputs.empty())
-      if (auto st = e.respond(std::move(e.outputs))) return fail(st, false);
-    response = {};
-    response.id = r.id;
-    response.model_name = c.name;
-    response.model_version = std::to_string(model.version);
-  } else if (auto st = build(e.outputs, response)) {
-    return fail(st, false);
-  }
-  // A region its owner shrank while we read or wrote it: the data is not what was sent.
-  if (places)
-    if (auto st = places->check_faults()) return fail(st, false);
+  if (auto st = run.finish(response)) return fail(st, false);
   const auto done = clock::now();
   d.output_ns = ns_between(executed, done);
   d.request_ns = ns_between(times.received, done);

@@ -217,254 +217,285 @@ inline std::size_t parse_header_length(std::optional<std::string_view> value,
   return static_cast<std::size_t>(n);
 }
 
+namespace detail {
+
+// The steps of decode_infer_request (v2-protocol §4.2), one helper each. Every helper returns
+// the request's error with Triton's text, or success.
+
+// Step 6: the request's parameters (Triton's typed keys, reserved 'triton_' keys refused).
+inline status decode_request_parameters(const boost::json::value& v, parameter_map& out,
+                                        const codec_limits& limits) {
+  using namespace json_access;
+  status st;
+  const boost::json::object* params = as_object(v, st);
+  if (!params) return unable_to_parse(st, "parameters");
+  if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return e;
+  out.reserve(params->size());
+  for (const auto& kv : *params) {
+    const std::string_view key = kv.key();
+    const boost::json::value& val = kv.value();
+    if (key == "sequence_id") {
+      if (val.is_string() && !is_nonfinite_literal(val)) {
+        out.set(key, std::string(val.get_string()));
+      } else {
+        std::uint64_t id = {};
+        if (!as_uint64(val, id, st)) return unable_to_parse(st, key);
+        out.set(key, id);
+      }
+    } else if (key == "sequence_start" || key == "sequence_end" || key == "binary_data_output") {
+      bool b = {};
+      if (!as_bool(val, b, st)) return unable_to_parse(st, key);
+      out.set(key, b);
+    } else if (key == "priority" || key == "timeout") {
+      std::uint64_t u = {};
+      if (!as_uint64(val, u, st)) return unable_to_parse(st, key);
+      out.set(key, u);
+    } else if (key.starts_with("triton_")) {
+      return {errc::invalid_arg,
+              "parameter keys starting with 'triton_' are reserved for Triton usage and should "
+              "not be specified."};
+    } else {
+      parameter_value pv;
+      if (!json_to_parameter(val, pv))
+        return {errc::invalid_arg, "parameter '" + std::string(key) +
+                                       "' has invalid type. It should be either 'int', 'bool', or 'string'."};
+      out.set(key, std::move(pv));
+    }
+  }
+  return {};
+}
+
+// The 'parameters' object of a tensor, if any, within the parameter count limit.
+inline status tensor_parameters(const boost::json::object& tensor, const codec_limits& limits,
+                                const boost::json::object*& params) {
+  params = nullptr;
+  const auto* p = tensor.if_contains("parameters");
+  if (!p) return {};
+  status st;
+  params = json_access::as_object(*p, st);
+  if (!params) return unable_to_parse(st, "parameters");
+  return check_count("parameters", params->size(), limits.max_parameters);
+}
+
+// Step 7a: an input names exactly one place for its data.
+inline status check_one_data_source(bool has_data, bool has_binary, bool has_shm) {
+  if (int(has_data) + int(has_binary) + int(has_shm) == 1) return {};
+  std::string msg =
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in "
+      "'parameters', 'shared_memory_region' in 'parameters'. But";
+  if (!has_data && !has_binary && !has_shm) {
+    msg += " no field is set";
+  } else {
+    msg += " set";
+    if (has_data) msg += " 'data'";
+    if (has_binary) msg += " 'binary_data_size'";
+    if (has_shm) msg += " 'shared_memory_region'";
+  }
+  return {errc::invalid_arg, std::move(msg)};
+}
+
+// Step 7b: name, datatype and shape of an input.
+inline status decode_input_header(const boost::json::object& in, const codec_limits& limits,
+                                  infer_input& input) {
+  using namespace json_access;
+  status st;
+  std::string_view s;
+  const boost::json::value* f = member(in, "name", st);
+  if (!f || !as_string(*f, s, st)) return unable_to_parse(st, "name");
+  input.name = s;
+  f = member(in, "datatype", st);
+  if (!f || !as_string(*f, s, st)) return unable_to_parse(st, "datatype");
+  input.datatype = parse_data_type(s);
+  f = member(in, "shape", st);
+  const boost::json::array* shape = f ? as_array(*f, st) : nullptr;
+  if (!shape) return unable_to_parse(st, "shape");
+  if (auto e = check_count("dimensions in a shape", shape->size(), limits.max_dims)) return e;
+  input.shape.reserve(shape->size());
+  for (const auto& d : *shape) {
+    std::uint64_t u = {};
+    if (!as_uint64(d, u, st)) return unable_to_parse(st, "shape");
+    input.shape.push_back(static_cast<std::int64_t>(u));  // > INT64_MAX reads as invalid
+  }
+  return {};
+}
+
+// Step 7c: the 'data' of a JSON input, checked against its shape and the size limit.
+inline status decode_json_input(const boost::json::value& data, const codec_limits& limits,
+                                infer_input& input) {
+  const shape_result count = element_count(input.shape);
+  if (count.error == shape_errc::invalid_dimension)
+    return {errc::invalid_arg, "invalid shape for input '" + input.name + "': shape " +
+                                   to_string(input.shape) + " contains one or more invalid dimensions"};
+  if (count.error == shape_errc::count_overflow)
+    return {errc::invalid_arg, "invalid shape for input '" + input.name + "': shape " +
+                                   to_string(input.shape) +
+                                   " causes total element count to exceed maximum size of "
+                                   "9223372036854775807"};
+  if (is_fixed_size(input.datatype)) {
+    const shape_result bytes = byte_size(input.shape, input.datatype);
+    if (!bytes)
+      return {errc::invalid_arg, "byte size overflow for input '" + input.name + "': element count (" +
+                                     std::to_string(count.value) + ") * data type size (" +
+                                     std::to_string(element_size(input.datatype)) +
+                                     ") exceeds maximum allowed size (9223372036854775807)"};
+    if (static_cast<std::uint64_t>(bytes.value) > limits.max_input_size)
+      return {errc::invalid_arg, "JSON input '" + input.name + "' has a byte_size (" +
+                                     std::to_string(bytes.value) +
+                                     " bytes) that exceeds the maximum allowed value of " +
+                                     std::to_string(limits.max_input_size) + limit_hint()};
+  }
+  std::string decoded;
+  if (auto e = decode_json_tensor_data(data, input.datatype, count.value, input.name, decoded)) return e;
+  input.encoding = tensor_encoding::json;
+  input.data = tensor_data::own(std::move(decoded));
+  return {};
+}
+
+// Step 7: one input, its data in JSON, in the binary part of `body` (from `next_binary`,
+// which advances past it) or in shared memory.
+inline status decode_input(const boost::json::value& v, std::string_view body, std::size_t& next_binary,
+                           const std::string& model, const codec_limits& limits, infer_input& input) {
+  status st;
+  const boost::json::object* in = json_access::as_object(v, st);
+  if (!in) return unable_to_parse(st, "inputs");
+  const boost::json::object* params = nullptr;
+  if (auto e = tensor_parameters(*in, limits, params)) return e;
+  const bool has_binary = params && params->contains("binary_data_size");
+  const bool has_shm = params && params->contains("shared_memory_region");
+  if (auto e = check_one_data_source(in->contains("data"), has_binary, has_shm)) return e;
+  if (auto e = decode_input_header(*in, limits, input)) return e;
+  copy_other_parameters(params, input.parameters);
+  if (has_shm) {
+    shm_ref ref;
+    if (!read_shm_ref(*params, ref, st)) return st;
+    input.encoding = tensor_encoding::shared_memory;
+    input.shm = std::move(ref);
+    return {};
+  }
+  if (!has_binary) return decode_json_input(in->at("data"), limits, input);
+  std::uint64_t size = {};
+  if (!json_access::as_uint64(params->at("binary_data_size"), size, st))
+    return unable_to_parse(st, "binary_data_size");
+  if (size > body.size() - next_binary)
+    return {errc::invalid_arg, "unexpected size for input '" + input.name + "', expecting " +
+                                   std::to_string(size) + " additional bytes for model '" + model + "'"};
+  input.encoding = tensor_encoding::binary;
+  input.data = tensor_data::view(body.substr(next_binary, size));
+  next_binary += size;
+  return {};
+}
+
+// Step 9: one requested output and its parameters (binary_data, classification, shared memory).
+inline status decode_requested_output(const boost::json::value& v, const codec_limits& limits,
+                                      requested_output& ro) {
+  using namespace json_access;
+  status st;
+  const boost::json::object* out = as_object(v, st);
+  if (!out) return unable_to_parse(st, "outputs");
+  std::string_view s;
+  const boost::json::value* f = member(*out, "name", st);
+  if (!f || !as_string(*f, s, st)) return unable_to_parse(st, "name");
+  ro.name = s;
+  const boost::json::object* params = nullptr;
+  if (auto e = tensor_parameters(*out, limits, params)) return e;
+  if (!params) return {};
+  if (const auto* b = params->if_contains("binary_data")) {
+    bool flag = {};
+    if (!as_bool(*b, flag, st)) return unable_to_parse(st, "binary_data");
+    ro.binary_data = flag;
+  }
+  if (const auto* c = params->if_contains("classification"))
+    if (!as_uint64(*c, ro.classification, st)) return st.prefix("Unable to set 'classification': ");
+  if (params->contains("shared_memory_region")) {
+    if (ro.classification != 0 || params->contains("classification"))
+      return {errc::invalid_arg, "Output can't set both 'shared_memory_region' and 'classification'"};
+    if (ro.binary_data.value_or(false))
+      return {errc::invalid_arg, "Output can't set both 'shared_memory_region' and 'binary_data'"};
+    shm_ref ref;
+    if (!read_shm_ref(*params, ref, st)) return st;
+    ro.shm = std::move(ref);
+  }
+  copy_other_parameters(params, ro.parameters);
+  return {};
+}
+
+// A body without a JSON header (header length 0): one raw input, its shape from the model.
+inline status decode_raw_body(std::string_view body, const codec_limits& limits, infer_request& req) {
+  if (body.size() > limits.max_input_size)
+    return {errc::invalid_arg, "Raw input has a byte_size (" + std::to_string(body.size()) +
+                                   " bytes) that exceeds the maximum allowed value of " +
+                                   std::to_string(limits.max_input_size) + limit_hint()};
+  req.raw_binary = true;
+  req.raw_input = tensor_data::view(body);
+  return {};
+}
+
+// Steps 5 to 9 over a parsed header.
+inline status decode_infer_header(const boost::json::value& doc, std::string_view body,
+                                  std::size_t header_length, const std::string& model,
+                                  const codec_limits& limits, infer_request& req) {
+  using namespace json_access;
+  status st;
+  const boost::json::object* root = as_object(doc, st);
+  if (!root) return st;
+  if (const auto* v = root->if_contains("id")) {
+    std::string_view id;
+    if (!as_string(*v, id, st)) return unable_to_parse(st, "id");
+    req.id = id;
+  }
+  // Step 6: request parameters.
+  if (const auto* v = root->if_contains("parameters"))
+    if (auto e = decode_request_parameters(*v, req.parameters, limits)) return e;
+  // Step 7: inputs.
+  const boost::json::value* inputs_v = member(*root, "inputs", st);
+  if (!inputs_v) return unable_to_parse(st, "inputs");
+  const boost::json::array* inputs = as_array(*inputs_v, st);
+  if (!inputs) return unable_to_parse(st, "inputs");
+  if (auto e = check_count("inputs", inputs->size(), limits.max_tensors)) return e;
+  std::size_t next_binary = header_length;
+  req.inputs.reserve(inputs->size());
+  for (const auto& iv : *inputs) {
+    if (auto e = decode_input(iv, body, next_binary, model, limits, req.inputs.emplace_back())) return e;
+  }
+  // Step 8: every binary byte must belong to an input.
+  if (next_binary != body.size())
+    return {errc::invalid_arg, "unexpected additional input data for model '" + model + "'"};
+  // Step 9: requested outputs.
+  if (const auto* ov = root->if_contains("outputs")) {
+    const boost::json::array* outputs = as_array(*ov, st);
+    if (!outputs) return unable_to_parse(st, "outputs");
+    if (auto e = check_count("outputs", outputs->size(), limits.max_tensors)) return e;
+    req.outputs.reserve(outputs->size());
+    for (const auto& o : *outputs)
+      if (auto e = decode_requested_output(o, limits, req.outputs.emplace_back())) return e;
+  }
+  return {};
+}
+
+}  // namespace detail
+
 inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,
                                           std::string_view model, status& st,
                                           const codec_limits& limits) {
-  namespace json = boost::json;
-  using namespace json_access;
-  st = {};
   infer_request req;
-  const std::string m(model);
-
   if (header_length == 0) {
-    if (body.size() > limits.max_input_size) {
-      st = {errc::invalid_arg, "Raw input has a byte_size (" + std::to_string(body.size()) +
-                                   " bytes) that exceeds the maximum allowed value of " +
-                                   std::to_string(limits.max_input_size) + detail::limit_hint()};
-      return {};
-    }
-    req.raw_binary = true;
-    req.raw_input = tensor_data::view(body);
-    return req;
+    st = detail::decode_raw_body(body, limits, req);
+    return st ? infer_request{} : req;
   }
   if (header_length > body.size()) {
     st = {errc::invalid_arg, "inference header size should be in range (0, " +
-                                 std::to_string(body.size()) + "), got: " +
-                                 std::to_string(header_length)};
+                                 std::to_string(body.size()) + "), got: " + std::to_string(header_length)};
     return {};
   }
   if ((st = check_json_size(header_length, limits))) return {};
-
   // The parsed document lives only for this call: a stack buffer serves small headers
   // without touching the heap.
   unsigned char arena[8192];
-  json::monotonic_resource mr(arena, sizeof arena);
-  json::value doc = parse_json(body.substr(0, header_length), st, max_json_depth, &mr);
+  boost::json::monotonic_resource mr(arena, sizeof arena);
+  const boost::json::value doc = parse_json(body.substr(0, header_length), st, max_json_depth, &mr);
   if (st) return {};
-  const json::object* root = as_object(doc, st);
-  if (!root) return {};
-
-  auto fail = [&](status s) {
-    st = std::move(s);
-    return infer_request{};
-  };
-
-  if (const auto* v = root->if_contains("id")) {
-    std::string_view id;
-    if (!as_string(*v, id, st)) return fail(detail::unable_to_parse(st, "id"));
-    req.id = id;
-  }
-
-  // Step 6: request parameters.
-  if (const auto* v = root->if_contains("parameters")) {
-    const json::object* params = as_object(*v, st);
-    if (!params) return fail(detail::unable_to_parse(st, "parameters"));
-    if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
-    req.parameters.reserve(params->size());
-    for (const auto& kv : *params) {
-      std::string_view key = kv.key();
-      const json::value& val = kv.value();
-      if (key == "sequence_id") {
-        if (val.is_string() && !is_nonfinite_literal(val)) {
-          req.parameters.set(key, std::string(val.get_string()));
-        } else {
-          std::uint64_t id = {};
-          if (!as_uint64(val, id, st)) return fail(detail::unable_to_parse(st, key));
-          req.parameters.set(key, id);
-        }
-      } else if (key == "sequence_start" || key == "sequence_end" ||
-                 key == "binary_data_output") {
-        bool b = {};
-        if (!as_bool(val, b, st)) return fail(detail::unable_to_parse(st, key));
-        req.parameters.set(key, b);
-      } else if (key == "priority" || key == "timeout") {
-        std::uint64_t u = {};
-        if (!as_uint64(val, u, st)) return fail(detail::unable_to_parse(st, key));
-        req.parameters.set(key, u);
-      } else if (key.starts_with("triton_")) {
-        return fail({errc::invalid_arg,
-                     "parameter keys starting with 'triton_' are reserved for Triton usage and "
-                     "should not be specified."});
-      } else {
-        parameter_value pv;
-        if (!detail::json_to_parameter(val, pv))
-          return fail({errc::invalid_arg,
-                       "parameter '" + std::string(key) +
-                           "' has invalid type. It should be either 'int', 'bool', or 'string'."});
-        req.parameters.set(key, std::move(pv));
-      }
-    }
-  }
-
-  // Step 7: inputs.
-  const json::value* inputs_v = member(*root, "inputs", st);
-  if (!inputs_v) return fail(detail::unable_to_parse(st, "inputs"));
-  const json::array* inputs = as_array(*inputs_v, st);
-  if (!inputs) return fail(detail::unable_to_parse(st, "inputs"));
-
-  std::size_t next_binary = header_length;
-  if (auto e = check_count("inputs", inputs->size(), limits.max_tensors)) return fail(std::move(e));
-  req.inputs.reserve(inputs->size());
-  for (const auto& iv : *inputs) {
-    const json::object* in = as_object(iv, st);
-    if (!in) return fail(detail::unable_to_parse(st, "inputs"));
-    const json::object* params = nullptr;
-    if (const auto* p = in->if_contains("parameters")) {
-      params = as_object(*p, st);
-      if (!params) return fail(detail::unable_to_parse(st, "parameters"));
-      if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
-    }
-    const bool has_data = in->contains("data");
-    const bool has_binary = params && params->contains("binary_data_size");
-    const bool has_shm = params && params->contains("shared_memory_region");
-    if (int(has_data) + int(has_binary) + int(has_shm) != 1) {
-      std::string msg =
-          "Input must set only one of the following fields: 'data', 'binary_data_size' in "
-          "'parameters', 'shared_memory_region' in 'parameters'. But";
-      if (!has_data && !has_binary && !has_shm) msg += " no field is set";
-      else {
-        msg += " set";
-        if (has_data) msg += " 'data'";
-        if (has_binary) msg += " 'binary_data_size'";
-        if (has_shm) msg += " 'shared_memory_region'";
-      }
-      return fail({errc::invalid_arg, std::move(msg)});
-    }
-
-    infer_input input;
-    std::string_view s;
-    const json::value* f = member(*in, "name", st);
-    if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
-    input.name = s;
-    f = member(*in, "datatype", st);
-    if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
-    input.datatype = parse_data_type(s);
-    f = member(*in, "shape", st);
-    const json::array* shape = f ? as_array(*f, st) : nullptr;
-    if (!shape) return fail(detail::unable_to_parse(st, "shape"));
-    if (auto e = check_count("dimensions in a shape", shape->size(), limits.max_dims)) return fail(std::move(e));
-    input.shape.reserve(shape->size());
-    for (const auto& d : *shape) {
-      std::uint64_t u = {};
-      if (!as_uint64(d, u, st)) return fail(detail::unable_to_parse(st, "shape"));
-      input.shape.push_back(static_cast<std::int64_t>(u));  // > INT64_MAX reads as invalid
-    }
-    detail::copy_other_parameters(params, input.parameters);
-
-    if (has_binary) {
-      std::uint64_t size = {};
-      if (!as_uint64(params->at("binary_data_size"), size, st))
-        return fail(detail::unable_to_parse(st, "binary_data_size"));
-      if (size > body.size() - next_binary)
-        return fail({errc::invalid_arg, "unexpected size for input '" + input.name +
-                                            "', expecting " + std::to_string(size) +
-                                            " additional bytes for model '" + m + "'"});
-      input.encoding = tensor_encoding::binary;
-      input.data = tensor_data::view(body.substr(next_binary, size));
-      next_binary += size;
-    } else if (has_shm) {
-      shm_ref ref;
-      if (!detail::read_shm_ref(*params, ref, st)) return fail(std::move(st));
-      input.encoding = tensor_encoding::shared_memory;
-      input.shm = std::move(ref);
-    } else {
-      shape_result count = element_count(input.shape);
-      if (count.error == shape_errc::invalid_dimension)
-        return fail({errc::invalid_arg, "invalid shape for input '" + input.name + "': shape " +
-                                            to_string(input.shape) +
-                                            " contains one or more invalid dimensions"});
-      if (count.error == shape_errc::count_overflow)
-        return fail({errc::invalid_arg,
-                     "invalid shape for input '" + input.name + "': shape " +
-                         to_string(input.shape) +
-                         " causes total element count to exceed maximum size of "
-                         "9223372036854775807"});
-      if (is_fixed_size(input.datatype)) {
-        shape_result bytes = byte_size(input.shape, input.datatype);
-        if (!bytes)
-          return fail({errc::invalid_arg,
-                       "byte size overflow for input '" + input.name + "': element count (" +
-                           std::to_string(count.value) + ") * data type size (" +
-                           std::to_string(element_size(input.datatype)) +
-                           ") exceeds maximum allowed size (9223372036854775807)"});
-        if (static_cast<std::uint64_t>(bytes.value) > limits.max_input_size)
-          return fail({errc::invalid_arg,
-                       "JSON input '" + input.name + "' has a byte_size (" +
-                           std::to_string(bytes.value) +
-                           " bytes) that exceeds the maximum allowed value of " +
-                           std::to_string(limits.max_input_size) + detail::limit_hint()});
-      }
-      std::string decoded;
-      status ds = decode_json_tensor_data(in->at("data"), input.datatype, count.value,
-                                          input.name, decoded);
-      if (ds) return fail(std::move(ds));
-      input.encoding = tensor_encoding::json;
-      input.data = tensor_data::own(std::move(decoded));
-    }
-    req.inputs.push_back(std::move(input));
-  }
-
-  // Step 8: every binary byte must belong to an input.
-  if (next_binary != body.size())
-    return fail({errc::invalid_arg, "unexpected additional input data for model '" + m + "'"});
-
-  // Step 9: requested outputs.
-  if (const auto* ov = root->if_contains("outputs")) {
-    const json::array* outputs = as_array(*ov, st);
-    if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
-    if (auto e = check_count("outputs", outputs->size(), limits.max_tensors)) return fail(std::move(e));
-    req.outputs.reserve(outputs->size());
-    for (const auto& o : *outputs) {
-      const json::object* out = as_object(o, st);
-      if (!out) return fail(detail::unable_to_parse(st, "outputs"));
-      requested_output ro;
-      std::string_view s;
-      const json::value* f = member(*out, "name", st);
-      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
-      ro.name = s;
-      const json::object* params = nullptr;
-      if (const auto* p = out->if_contains("parameters")) {
-        params = as_object(*p, st);
-        if (!params) return fail(detail::unable_to_parse(st, "parameters"));
-        if (auto e = check_count("parameters", params->size(), limits.max_parameters)) return fail(std::move(e));
-      }
-      if (params) {
-        if (const auto* b = params->if_contains("binary_data")) {
-          bool flag = {};
-          if (!as_bool(*b, flag, st)) return fail(detail::unable_to_parse(st, "binary_data"));
-          ro.binary_data = flag;
-        }
-        if (const auto* c = params->if_contains("classification")) {
-          if (!as_uint64(*c, ro.classification, st))
-            return fail(st.prefix("Unable to set 'classification': "));
-        }
-        if (params->contains("shared_memory_region")) {
-          if (ro.classification != 0 || params->contains("classification"))
-            return fail({errc::invalid_arg,
-                         "Output can't set both 'shared_memory_region' and 'classification'"});
-          if (ro.binary_data.value_or(false))
-            return fail({errc::invalid_arg,
-                         "Output can't set both 'shared_memory_region' and 'binary_data'"});
-          shm_ref ref;
-          if (!detail::read_shm_ref(*params, ref, st)) return fail(std::move(st));
-          ro.shm = std::move(ref);
-        }
-        detail::copy_other_parameters(params, ro.parameters);
-      }
-      req.outputs.push_back(std::move(ro));
-    }
-  }
-  return req;
+  st = detail::decode_infer_header(doc, body, header_length, std::string(model), limits, req);
+  return st ? infer_request{} : req;
 }
 
 inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,

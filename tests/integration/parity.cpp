@@ -1,0 +1,363 @@
+// One table, both transports: every endpoint's error cases (and a few successes) sent over HTTP
+// and over gRPC to one server. Each row names the inferwire error code both must answer with
+// (HTTP status and gRPC code follow from it) and the text, which must be the same on both
+// unless the row documents an upstream difference. A rule written for one transport only shows
+// up here as a failing row.
+#include "harness.hpp"
+
+#include <inferwire/core/error.hpp>
+
+#include <grpc_service.grpc.pb.h>
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <optional>
+
+using namespace iwtest;
+using inferwire::errc;
+using Stub = inference::GRPCInferenceService::Stub;
+
+namespace {
+
+std::string repo(const char* name) { return std::string(INFERWIRE_SOURCE_DIR) + "/" + name; }
+
+server_process& parity_server() {
+  static server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--model-control-mode", "explicit",
+                           "--load-model", "*", "--allow-client-shm=true", "--model-repository", repo("reference_server/models_decoupled")});
+  return s;
+}
+
+/// What one transport answered: a status (HTTP status, or gRPC code) and the error text.
+struct answer {
+  int code = 0;
+  std::string text;
+};
+
+using grpc_call = std::function<answer(Stub&)>;
+
+template <class Req, class Resp>
+grpc_call rpc(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Req request) {
+  return [method, request](Stub& stub) {
+    grpc::ClientContext ctx;
+    Resp response;
+    const grpc::Status st = (stub.*method)(&ctx, request, &response);
+    return answer{static_cast<int>(st.error_code()), st.error_message()};
+  };
+}
+
+struct http_call {
+  std::string method;
+  std::string target;
+  std::string body;
+};
+
+// --- inference requests, built the same for both transports -----------------------------------
+
+struct tensor_spec {
+  std::string name;
+  std::string datatype = "INT32";
+  std::vector<std::int64_t> shape{1, 16};
+  std::string region = {};  ///< its data in this shared-memory region instead
+};
+
+struct infer_spec {
+  std::string model = "simple";
+  std::vector<tensor_spec> inputs{{"INPUT0"}, {"INPUT1"}};
+  std::vector<std::string> outputs;
+  std::optional<std::uint64_t> sequence_id;
+};
+
+std::int64_t elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+http_call infer_http(const infer_spec& s) {
+  std::string body = R"({"inputs":[)";
+  for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+    const auto& t = s.inputs[i];
+    body += (i ? "," : "") + std::string(R"({"name":")") + t.name + R"(","datatype":")" + t.datatype +
+            R"(","shape":[)";
+    for (std::size_t d = 0; d < t.shape.size(); ++d) body += (d ? "," : "") + std::to_string(t.shape[d]);
+    if (!t.region.empty()) {
+      body += R"(],"parameters":{"shared_memory_region":")" + t.region + R"(","shared_memory_byte_size":64}})";
+      continue;
+    }
+    body += R"(],"data":[)";
+    for (std::int64_t e = 0; e < elements(t.shape); ++e) body += e ? ",1" : "1";
+    body += "]}";
+  }
+  body += "]";
+  if (!s.outputs.empty()) {
+    body += R"(,"outputs":[)";
+    for (std::size_t i = 0; i < s.outputs.size(); ++i)
+      body += (i ? "," : "") + std::string(R"({"name":")") + s.outputs[i] + R"("})";
+    body += "]";
+  }
+  if (s.sequence_id) body += R"(,"parameters":{"sequence_id":)" + std::to_string(*s.sequence_id) + "}";
+  body += "}";
+  return {"POST", "/v2/models/" + s.model + "/infer", body};
+}
+
+grpc_call infer_grpc(const infer_spec& s) {
+  inference::ModelInferRequest q;
+  q.set_model_name(s.model);
+  for (const auto& t : s.inputs) {
+    auto* in = q.add_inputs();
+    in->set_name(t.name);
+    in->set_datatype(t.datatype);
+    for (auto d : t.shape) in->add_shape(d);
+    if (!t.region.empty()) {
+      (*in->mutable_parameters())["shared_memory_region"].set_string_param(t.region);
+      (*in->mutable_parameters())["shared_memory_byte_size"].set_int64_param(64);
+      continue;
+    }
+    std::string raw;
+    for (std::int64_t e = 0; e < elements(t.shape); ++e) raw.append("\1\0\0\0", 4);
+    q.add_raw_input_contents(raw);
+  }
+  for (const auto& o : s.outputs) q.add_outputs()->set_name(o);
+  if (s.sequence_id) (*q.mutable_parameters())["sequence_id"].set_uint64_param(*s.sequence_id);
+  return rpc(&Stub::ModelInfer, q);
+}
+
+// --- the table -----------------------------------------------------------------------------------
+
+struct row {
+  std::string what;
+  std::optional<errc> code;  ///< nullopt: both succeed
+  std::string text;          ///< the exact text ("" : both texts must only agree)
+  http_call http;
+  grpc_call grpc;
+  /// Where upstream's HTTP frontend answers otherwise: its status and text.
+  std::optional<answer> http_differs = {};
+};
+
+template <class Req>
+Req named(std::string name) {
+  Req r;
+  r.set_name(std::move(name));
+  return r;
+}
+
+inference::ModelMetadataRequest metadata_of(std::string name, std::string version = "") {
+  auto r = named<inference::ModelMetadataRequest>(std::move(name));
+  r.set_version(std::move(version));
+  return r;
+}
+
+inference::ModelConfigRequest config_of(std::string name, std::string version = "") {
+  auto r = named<inference::ModelConfigRequest>(std::move(name));
+  r.set_version(std::move(version));
+  return r;
+}
+
+inference::RepositoryModelLoadRequest load_of(std::string model, std::string repository = "") {
+  inference::RepositoryModelLoadRequest r;
+  r.set_model_name(std::move(model));
+  r.set_repository_name(std::move(repository));
+  return r;
+}
+
+inference::RepositoryModelUnloadRequest unload_of(std::string model, std::string repository = "") {
+  inference::RepositoryModelUnloadRequest r;
+  r.set_model_name(std::move(model));
+  r.set_repository_name(std::move(repository));
+  return r;
+}
+
+std::vector<row> table() {
+  std::vector<row> rows;
+  const std::string unknown = "Request for unknown model: 'nope' is not found";
+  // Health and metadata.
+  rows.push_back({"live", std::nullopt, "", {"GET", "/v2/health/live", ""},
+                  rpc(&Stub::ServerLive, inference::ServerLiveRequest{})});
+  rows.push_back({"model ready, unknown model", std::nullopt, "", {"GET", "/v2/models/nope/ready", ""},
+                  rpc(&Stub::ModelReady, named<inference::ModelReadyRequest>("nope")),
+                  // Released Triton: HTTP answers 400 with this text, gRPC OK with ready=false.
+                  answer{400, "Model version not ready"}});
+  rows.push_back({"metadata, unknown model", errc::not_found, unknown, {"GET", "/v2/models/nope", ""},
+                  rpc(&Stub::ModelMetadata, metadata_of("nope"))});
+  rows.push_back({"metadata, unknown version", errc::not_found,
+                  "Request for unknown model: 'simple' version 9 is not found",
+                  {"GET", "/v2/models/simple/versions/9", ""}, rpc(&Stub::ModelMetadata, metadata_of("simple", "9"))});
+  rows.push_back({"metadata, version not a number", errc::invalid_arg, "",
+                  {"GET", "/v2/models/simple/versions/x1", ""}, rpc(&Stub::ModelMetadata, metadata_of("simple", "x1")),
+                  // Upstream's HTTP routes take digits only as a version: anything else is no route.
+                  answer{404, "Not Found"}});
+  rows.push_back({"config, unknown model", errc::not_found, unknown, {"GET", "/v2/models/nope/config", ""},
+                  rpc(&Stub::ModelConfig, config_of("nope"))});
+  rows.push_back({"config, unknown version", errc::not_found,
+                  "Request for unknown model: 'simple' version 9 is not found",
+                  {"GET", "/v2/models/simple/versions/9/config", ""}, rpc(&Stub::ModelConfig, config_of("simple", "9"))});
+  // Statistics.
+  {
+    inference::ModelStatisticsRequest q;
+    q.set_name("nope");
+    rows.push_back({"statistics, unknown model", errc::invalid_arg, "", {"GET", "/v2/models/nope/stats", ""},
+                    rpc(&Stub::ModelStatistics, q)});
+    q.set_name("simple");
+    q.set_version("9");
+    rows.push_back({"statistics, unknown version", errc::invalid_arg, "",
+                    {"GET", "/v2/models/simple/versions/9/stats", ""}, rpc(&Stub::ModelStatistics, q)});
+  }
+  // Inference.
+  {
+    infer_spec s;
+    s.model = "nope";
+    rows.push_back({"infer, unknown model", errc::not_found, unknown, infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0"}, {"INPUT0"}};
+    rows.push_back({"infer, duplicate input", errc::invalid_arg,
+                    "[request id: <id_unknown>] input 'INPUT0' already exists in request", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.outputs = {"OUTPUT0", "OUTPUT0"};
+    rows.push_back({"infer, duplicate output", errc::invalid_arg,
+                    "[request id: <id_unknown>] output 'OUTPUT0' already exists in request", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0"}};
+    rows.push_back({"infer, missing input", errc::invalid_arg, "", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0"}, {"INPUTX"}};
+    rows.push_back({"infer, unknown input", errc::invalid_arg, "unexpected inference input 'INPUTX' for model 'simple'",
+                    infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.outputs = {"OUTPUTX"};
+    rows.push_back({"infer, unknown output", errc::invalid_arg, "unexpected inference output 'OUTPUTX' for model 'simple'",
+                    infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0", "UINT32"}, {"INPUT1"}};
+    rows.push_back({"infer, wrong datatype", errc::invalid_arg,
+                    "[request id: <id_unknown>] inference input 'INPUT0' data-type is 'UINT32', but model 'simple' "
+                    "expects 'INT32'",
+                    infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0", "INT32", {1, 15}}, {"INPUT1", "INT32", {1, 15}}};
+    rows.push_back({"infer, wrong shape", errc::invalid_arg, "", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0", "INT32", {9, 16}}, {"INPUT1", "INT32", {9, 16}}};
+    rows.push_back({"infer, batch too large", errc::invalid_arg, "", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.model = "simple_sequence";
+    s.inputs = {{"INPUT", "INT32", {1, 1}}};
+    rows.push_back({"infer, sequence without correlation ID", errc::invalid_arg, "", infer_http(s), infer_grpc(s)});
+    s.sequence_id = 4242;
+    rows.push_back({"infer, sequence without START", errc::invalid_arg,
+                    "[request id: <id_unknown>] inference request for sequence 4242 to model 'simple_sequence' must "
+                    "specify the START flag on the first request of the sequence",
+                    infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUT0", "INT32", {1, 16}, "nope"}, {"INPUT1", "INT32", {1, 16}, "nope"}};
+    rows.push_back({"infer, input in an unknown shm region", errc::not_found,
+                    "Unable to find shared memory region: 'nope'", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    rows.push_back({"infer, valid", std::nullopt, "", infer_http(s), infer_grpc(s)});
+  }
+  // Repository.
+  const std::string no_repo = "'repository_name' specification is not supported";
+  rows.push_back({"load, repository name", errc::unsupported, no_repo, {"POST", "/v2/repository/r/models/simple/load", ""},
+                  rpc(&Stub::RepositoryModelLoad, load_of("simple", "r"))});
+  rows.push_back({"unload, repository name", errc::unsupported, no_repo,
+                  {"POST", "/v2/repository/r/models/simple/unload", ""},
+                  rpc(&Stub::RepositoryModelUnload, unload_of("simple", "r"))});
+  rows.push_back({"load, unknown model", errc::internal, "failed to load 'nope', failed to poll from model repository", {"POST", "/v2/repository/models/nope/load", ""},
+                  rpc(&Stub::RepositoryModelLoad, load_of("nope"))});
+  rows.push_back({"unload, unknown model", std::nullopt, "", {"POST", "/v2/repository/models/nope/unload", ""},
+                  rpc(&Stub::RepositoryModelUnload, unload_of("nope"))});
+  {
+    inference::RepositoryIndexRequest q;
+    rows.push_back({"index", std::nullopt, "", {"POST", "/v2/repository/index", ""}, rpc(&Stub::RepositoryIndex, q)});
+  }
+  // Shared memory.
+  {
+    inference::SystemSharedMemoryStatusRequest q;
+    q.set_name("nope");
+    rows.push_back({"system shm status, unknown region", errc::not_found,
+                    "Unable to find system shared memory region: 'nope'",
+                    {"GET", "/v2/systemsharedmemory/region/nope/status", ""}, rpc(&Stub::SystemSharedMemoryStatus, q)});
+    inference::CudaSharedMemoryStatusRequest c;
+    c.set_name("nope");
+    rows.push_back({"cuda shm status, unknown region", errc::not_found, "Unable to find cuda shared memory region: 'nope'",
+                    {"GET", "/v2/cudasharedmemory/region/nope/status", ""}, rpc(&Stub::CudaSharedMemoryStatus, c)});
+    inference::SystemSharedMemoryUnregisterRequest u;
+    u.set_name("nope");
+    rows.push_back({"system shm unregister, unknown region", std::nullopt, "",
+                    {"POST", "/v2/systemsharedmemory/region/nope/unregister", ""},
+                    rpc(&Stub::SystemSharedMemoryUnregister, u)});
+    inference::SystemSharedMemoryRegisterRequest r;
+    r.set_name("parity");
+    r.set_key("/inferwire-parity-no-such-key");
+    r.set_byte_size(64);
+    rows.push_back({"system shm register, key that does not exist", errc::internal, "",
+                    {"POST", "/v2/systemsharedmemory/region/parity/register",
+                     R"({"key":"/inferwire-parity-no-such-key","offset":0,"byte_size":64})"},
+                    rpc(&Stub::SystemSharedMemoryRegister, r)});
+  }
+  // Trace and log settings.
+  {
+    inference::TraceSettingRequest q;
+    q.set_model_name("nope");
+    rows.push_back({"trace settings, unknown model", errc::invalid_arg, "Request for unknown model : nope", {"GET", "/v2/models/nope/trace/setting", ""},
+                    rpc(&Stub::TraceSetting, q)});
+    inference::TraceSettingRequest rate;
+    (*rate.mutable_settings())["trace_rate"].add_value("x");
+    rows.push_back({"trace settings, invalid rate", errc::invalid_arg, "", {"POST", "/v2/trace/setting", R"({"trace_rate":"x"})"},
+                    rpc(&Stub::TraceSetting, rate)});
+    inference::LogSettingsRequest log;
+    (*log.mutable_settings())["log_format"].set_string_param("xml");
+    rows.push_back({"log settings, unknown format", errc::unavailable, "invalid argument for --log_format, got: xml",
+                    {"POST", "/v2/logging", R"({"log_format":"xml"})"}, rpc(&Stub::LogSettings, log)});
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("parity: every endpoint's errors are the same over HTTP and gRPC", "[parity][grpc]") {
+  server_process& s = parity_server();
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  for (const row& r : table()) {
+    CAPTURE(r.what, r.http.target);
+    const reply h = request(s.http_port(), r.http.method, r.http.target, r.http.body);
+    const answer g = r.grpc(*stub);
+    const answer http{static_cast<int>(h.status), h.status == 200 ? std::string() : error_of(h)};
+    CAPTURE(http.code, http.text, g.code, g.text);
+    const int want_grpc = r.code ? static_cast<int>(inferwire::grpc_code(*r.code)) : 0;
+    CHECK(g.code == want_grpc);
+    if (r.http_differs) {
+      CHECK(http.code == r.http_differs->code);
+      CHECK(http.text == r.http_differs->text);
+      continue;
+    }
+    CHECK(http.code == (r.code ? inferwire::http_status(*r.code) : 200));
+    if (!r.code) continue;
+    CHECK(http.text == g.text);
+    if (!r.text.empty()) CHECK(g.text == r.text);
+  }
+}
