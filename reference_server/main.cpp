@@ -43,7 +43,22 @@ int main(int argc, char** argv) {
     std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
     return 1;
   }
+  for (const auto& line : s.opts.inert) s.log.log_info(line);
+  // A repository that is missing or unreadable fails the start-up, as in tritonserver; with
+  // --exit-on-error=false the server goes on, answering but neither live nor ready.
+  if (auto st = check_repositories(s.opts.model_repositories)) {
+    const std::string text = "error: creating server: Internal - " + st.message();
+    if (s.opts.exit_on_error) {
+      s.log.log_error(st.message());
+      std::cerr << text << std::endl;
+      return 1;
+    }
+    s.log.log_error(text + " (--exit-on-error=false: serving, not live and not ready)");
+    s.failed_to_initialize = true;
+  }
   bool loaded = s.repository.startup(s.opts.load_models);
+  s.log.log_info(model_table(s.repository));
+  s.log.log_info(options_table(s.opts));
   if (!loaded && s.opts.exit_on_error) {
     s.log.log_error("exiting: failed to load all models (--exit-on-error=true)");
     return 1;
@@ -53,13 +68,15 @@ int main(int argc, char** argv) {
   auto listen = [&](const std::string& what, int port, bool metrics) {
     inferwire::status st;
     int bound = 0;
-    auto l = start_listener(s, s.opts.http_address, port, metrics, st, bound);
+    const std::string& address =
+        metrics && !s.opts.metrics_address.empty() ? s.opts.metrics_address : s.opts.http_address;
+    auto l = start_listener(s, address, port, metrics, st, bound);
     if (!l) {
       s.log.log_error(st.message());
       return false;
     }
     listeners.push_back(l);
-    s.log.log_info("Started " + what + " at " + s.opts.http_address + ":" + std::to_string(bound));
+    s.log.log_info("Started " + what + " at " + address + ":" + std::to_string(bound));
     return true;
   };
   if (s.opts.allow_http && !listen("HTTPService", s.opts.http_port, false)) return 1;
@@ -69,12 +86,12 @@ int main(int argc, char** argv) {
   if (s.opts.allow_grpc) {
     inferwire::status st;
     int bound = 0;
-    grpc = start_grpc(s, s.opts.http_address, s.opts.grpc_port, st, bound);
+    grpc = start_grpc(s, s.opts.grpc_address, s.opts.grpc_port, st, bound);
     if (!grpc) {
       s.log.log_error(st.message());
       return 1;
     }
-    s.log.log_info("Started GRPCInferenceService at " + s.opts.http_address + ":" + std::to_string(bound));
+    s.log.log_info("Started GRPCInferenceService at " + s.opts.grpc_address + ":" + std::to_string(bound));
   }
 #else
   if (s.opts.allow_grpc)

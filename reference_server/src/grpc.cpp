@@ -22,6 +22,8 @@
 #include <climits>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <optional>
 
@@ -52,22 +54,23 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
 
   ::grpc::ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const pb::ServerLiveRequest*,
                                          pb::ServerLiveResponse* r) override {
-    return now(ctx, [&] {
-      if (auto st = svc_.live()) return to_grpc(st);
-      r->set_live(true);
+    return now(ctx, api_category::health, [&] {
+      bool live = false;
+      if (auto st = svc_.live(live)) return to_grpc(st);
+      r->set_live(live);
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const pb::ServerReadyRequest*,
                                           pb::ServerReadyResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::health, [&] {
       r->set_ready(svc_.ready());
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* q,
                                          pb::ModelReadyResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::health, [&] {
       bool ready = false;
       if (auto st = svc_.model_ready(q->name(), q->version(), ready)) return to_grpc(st);
       r->set_ready(ready);
@@ -76,14 +79,14 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
   ::grpc::ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const pb::ServerMetadataRequest*,
                                              pb::ServerMetadataResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::metadata, [&] {
       conv::to_proto(svc_.server_metadata(), *r);
       return ::grpc::Status::OK;
     });
   }
   ::grpc::ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* q,
                                             pb::ModelMetadataResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::metadata, [&] {
       v2::model_metadata md;
       if (auto st = svc_.model_metadata(q->name(), q->version(), md)) return to_grpc(st);
       conv::to_proto(md, *r);
@@ -92,7 +95,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
   ::grpc::ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* q,
                                           pb::ModelConfigResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::model_config, [&] {
       std::shared_ptr<const model_config> c;
       if (auto st = svc_.model_configuration(q->name(), q->version(), c)) return to_grpc(st);
       *r->mutable_config() = c->proto;
@@ -101,7 +104,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
   ::grpc::ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const pb::ModelStatisticsRequest* q,
                                               pb::ModelStatisticsResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::statistics, [&] {
       v2::statistics_response out;
       if (auto st = svc_.statistics(q->name(), q->version(), out)) return to_grpc(st);
       conv::to_proto(out, *r);
@@ -113,7 +116,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
 
   ::grpc::ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest* q,
                                               pb::RepositoryIndexResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::model_repository, [&] {
       std::vector<v2::repository_index_entry> index;
       if (auto st = svc_.repository_index(q->repository_name(), q->ready(), index)) return to_grpc(st);
       conv::to_proto(index, *r);
@@ -122,7 +125,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
   ::grpc::ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx, const pb::RepositoryModelLoadRequest* q,
                                                   pb::RepositoryModelLoadResponse*) override {
-    return later(ctx, [this, q] {
+    return later(ctx, api_category::model_repository, [this, q] {
       v2::repository_load_request load;
       if (auto st = conv::from_proto(*q, load)) return to_grpc(st);
       return to_grpc(svc_.repository_load(q->repository_name(), q->model_name(), load));
@@ -131,7 +134,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
                                                     const pb::RepositoryModelUnloadRequest* q,
                                                     pb::RepositoryModelUnloadResponse*) override {
-    return later(ctx, [this, q] {
+    return later(ctx, api_category::model_repository, [this, q] {
       return to_grpc(svc_.repository_unload(q->repository_name(), q->model_name(),
                                             conv::from_proto(*q).unload_dependents));
     });
@@ -142,7 +145,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(CallbackServerContext* ctx,
                                                        const pb::SystemSharedMemoryStatusRequest* q,
                                                        pb::SystemSharedMemoryStatusResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::shared_memory, [&] {
       std::vector<v2::system_shm_status> v;
       if (auto st = svc_.system_shm_status(q->name(), v)) return to_grpc(st);
       conv::to_proto(v, *r);
@@ -152,17 +155,17 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(CallbackServerContext* ctx,
                                                          const pb::SystemSharedMemoryRegisterRequest* q,
                                                          pb::SystemSharedMemoryRegisterResponse*) override {
-    return now(ctx, [&] { return to_grpc(svc_.register_system_shm(conv::from_proto(*q))); });
+    return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.register_system_shm(conv::from_proto(*q))); });
   }
   ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(CallbackServerContext* ctx,
                                                            const pb::SystemSharedMemoryUnregisterRequest* q,
                                                            pb::SystemSharedMemoryUnregisterResponse*) override {
-    return now(ctx, [&] { return to_grpc(svc_.unregister_shm(region_kind::system, q->name())); });
+    return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.unregister_shm(region_kind::system, q->name())); });
   }
   ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(CallbackServerContext* ctx,
                                                      const pb::CudaSharedMemoryStatusRequest* q,
                                                      pb::CudaSharedMemoryStatusResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::shared_memory, [&] {
       std::vector<v2::cuda_shm_status> v;
       if (auto st = svc_.cuda_shm_status(q->name(), v)) return to_grpc(st);
       conv::to_proto(v, *r);
@@ -172,7 +175,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(CallbackServerContext* ctx,
                                                        const pb::CudaSharedMemoryRegisterRequest* q,
                                                        pb::CudaSharedMemoryRegisterResponse*) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::shared_memory, [&] {
       v2::cuda_shm_register_request reg;
       if (auto st = conv::from_proto(*q, reg)) return to_grpc(st);
       return to_grpc(svc_.register_cuda_shm(reg));
@@ -181,14 +184,14 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(CallbackServerContext* ctx,
                                                          const pb::CudaSharedMemoryUnregisterRequest* q,
                                                          pb::CudaSharedMemoryUnregisterResponse*) override {
-    return now(ctx, [&] { return to_grpc(svc_.unregister_shm(region_kind::cuda, q->name())); });
+    return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.unregister_shm(region_kind::cuda, q->name())); });
   }
 
   // --- trace and log settings ------------------------------------------------------------------
 
   ::grpc::ServerUnaryReactor* TraceSetting(CallbackServerContext* ctx, const pb::TraceSettingRequest* q,
                                            pb::TraceSettingResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::trace, [&] {
       v2::trace_settings result;
       const v2::trace_settings update = conv::trace_settings_from_proto(q->settings(), true);
       if (auto st = svc_.trace_settings(q->model_name(), q->settings().empty() ? nullptr : &update, result))
@@ -199,7 +202,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
   ::grpc::ServerUnaryReactor* LogSettings(CallbackServerContext* ctx, const pb::LogSettingsRequest* q,
                                           pb::LogSettingsResponse* r) override {
-    return now(ctx, [&] {
+    return now(ctx, api_category::logging, [&] {
       v2::log_settings update, current;
       if (auto st = conv::log_settings_from_proto(q->settings(), update)) return to_grpc(st);
       if (auto st = svc_.log_settings(q->settings().empty() ? nullptr : &update, current)) return to_grpc(st);
@@ -213,6 +216,10 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   ::grpc::ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const pb::ModelInferRequest* q,
                                          pb::ModelInferResponse* r) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = restricted(ctx, api_category::inference)) {
+      reactor->Finish(to_grpc(st));
+      return reactor;
+    }
     auto call = std::make_shared<infer_call>();
     if (auto st = guarded([&] { return prepare(*q, *call, true); })) {
       reactor->Finish(to_grpc(st));
@@ -257,18 +264,34 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     return out;
   }
 
+  // --grpc-restricted-protocol: the header an RPC of a restricted category must carry.
+  status restricted(const CallbackServerContext* ctx, api_category c) const {
+    const restriction* r = svc_.state().opts.grpc_restricted.find(c);
+    if (!r) return {};
+    const std::string header = "triton-grpc-protocol-" + r->key;
+    const auto it = ctx->client_metadata().find(header);
+    if (it != ctx->client_metadata().end() && std::string_view(it->second.data(), it->second.size()) == r->value)
+      return {};
+    return {errc::unavailable, "This protocol is restricted, expecting header '" + header + "'"};
+  }
+
   // A unary RPC whose work is short and never waits: done on the gRPC thread that received it.
   template <class F>
-  static ::grpc::ServerUnaryReactor* now(CallbackServerContext* ctx, F f) {
+  ::grpc::ServerUnaryReactor* now(CallbackServerContext* ctx, api_category c, F f) {
     auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(guarded_grpc(f));
+    if (auto st = restricted(ctx, c)) reactor->Finish(to_grpc(st));
+    else reactor->Finish(guarded_grpc(f));
     return reactor;
   }
   // A unary RPC that may take long (model load and unload): done on the execution pool, so no
   // gRPC thread waits for it; the reply comes when it finished.
   template <class F>
-  ::grpc::ServerUnaryReactor* later(CallbackServerContext* ctx, F f) {
+  ::grpc::ServerUnaryReactor* later(CallbackServerContext* ctx, api_category c, F f) {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = restricted(ctx, c)) {
+      reactor->Finish(to_grpc(st));
+      return reactor;
+    }
     boost::asio::post(svc_.state().execution, [reactor, f = std::move(f)]() mutable { reactor->Finish(guarded_grpc(f)); });
     return reactor;
   }
@@ -286,6 +309,11 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     stream_reactor(inference_service& svc, CallbackServerContext* ctx) : svc_(svc), ctx_(ctx) {
       if (auto it = ctx->client_metadata().find("triton_grpc_error"); it != ctx->client_metadata().end())
         close_on_error_ = std::string_view(it->second.data(), it->second.size()) == "true";
+      // A restricted stream ends before any request is read.
+      if (auto st = svc_.restricted(ctx, api_category::inference)) {
+        Finish(to_grpc(st));
+        return;
+      }
       StartRead(&request_);
     }
 
@@ -471,12 +499,46 @@ class grpc_frontend {
   std::unique_ptr<::grpc::Server> server;
 };
 
+namespace {
+
+status read_pem(const std::string& path, const char* flag, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) return {errc::invalid_arg, "cannot read " + std::string(flag) + " '" + path + "'"};
+  out = text.str();
+  return {};
+}
+
+// --grpc-use-ssl / --grpc-use-ssl-mutual: TLS with the given PEM files, else plaintext.
+status credentials(const options& o, std::shared_ptr<::grpc::ServerCredentials>& out) {
+  if (!o.grpc_use_ssl && !o.grpc_use_ssl_mutual) {
+    out = ::grpc::InsecureServerCredentials();
+    return {};
+  }
+  ::grpc::SslServerCredentialsOptions ssl;
+  ::grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  if (auto st = read_pem(o.grpc_server_key, "--grpc-server-key", pair.private_key)) return st;
+  if (auto st = read_pem(o.grpc_server_cert, "--grpc-server-cert", pair.cert_chain)) return st;
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!o.grpc_root_cert.empty())
+    if (auto st = read_pem(o.grpc_root_cert, "--grpc-root-cert", ssl.pem_root_certs)) return st;
+  if (o.grpc_use_ssl_mutual) ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  out = ::grpc::SslServerCredentials(ssl);
+  return {};
+}
+
+}  // namespace
+
 std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& address, int port,
                                           status& st, int& bound_port) {
+  const options& o = s.opts;
   auto f = std::make_shared<grpc_frontend>(s);
   ::grpc::ServerBuilder b;
   const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
-  b.AddListeningPort(host + ":" + std::to_string(port), ::grpc::InsecureServerCredentials(), &bound_port);
+  std::shared_ptr<::grpc::ServerCredentials> creds;
+  if ((st = credentials(o, creds))) return nullptr;
+  b.AddListeningPort(host + ":" + std::to_string(port), creds, &bound_port);
   // Messages as large as an HTTP body may be; gRPC core assembles a message from the bytes as
   // they arrive, and the quota bounds the memory all calls together may hold: past it, new
   // calls get RESOURCE_EXHAUSTED instead of the process exhausting memory.
@@ -485,10 +547,25 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
   ::grpc::ResourceQuota quota("inferwire-grpc");
   quota.Resize(static_cast<std::size_t>(s.body_budget.limit()));
   b.SetResourceQuota(quota);
-  // Clients' keepalive pings are welcome, with or without calls in flight.
-  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // Unless the flags say otherwise, clients' keepalive pings are welcome, with or without
+  // calls in flight.
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, o.grpc_keepalive_permit_without_calls.value_or(true) ? 1 : 0);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       o.grpc_http2_min_recv_ping_interval_without_data_ms.value_or(1000));
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.grpc_http2_max_ping_strikes.value_or(0));
+  if (o.grpc_keepalive_time_ms) b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, *o.grpc_keepalive_time_ms);
+  if (o.grpc_keepalive_timeout_ms) b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, *o.grpc_keepalive_timeout_ms);
+  if (o.grpc_http2_max_pings_without_data)
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, *o.grpc_http2_max_pings_without_data);
+  if (o.grpc_max_connection_age_ms) b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, *o.grpc_max_connection_age_ms);
+  if (o.grpc_max_connection_age_grace_ms)
+    b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, *o.grpc_max_connection_age_grace_ms);
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_grpc_port ? 1 : 0);
+  const auto& level = o.grpc_infer_response_compression_level;
+  if (level != "none")
+    b.SetDefaultCompressionLevel(level == "low" ? GRPC_COMPRESS_LEVEL_LOW
+                                 : level == "medium" ? GRPC_COMPRESS_LEVEL_MED
+                                                     : GRPC_COMPRESS_LEVEL_HIGH);
   b.RegisterService(&f->inference);
   b.RegisterService(&f->health);
   f->server = b.BuildAndStart();

@@ -18,6 +18,9 @@
 #include <new>
 
 #include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 namespace inferwire::server {
 
@@ -471,6 +474,11 @@ class listener : public std::enable_shared_from_this<listener> {
     tcp::endpoint ep(addr, static_cast<unsigned short>(port));
     acceptor_.open(ep.protocol(), ec);
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec && !metrics_ && s_.opts.reuse_http_port) {  // --reuse-http-port
+      const int on = 1;
+      if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+        ec.assign(errno, boost::system::system_category());
+    }
     if (!ec) acceptor_.bind(ep, ec);
     if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
     if (ec)

@@ -41,6 +41,33 @@ status parse_body_as(std::string_view body, T& out, std::size_t max_depth = v2::
   return {};
 }
 
+// The API category of an endpoint (--http-restricted-api), or none.
+std::optional<api_category> category_of(endpoint e) noexcept {
+  switch (e) {
+    case endpoint::health_live:
+    case endpoint::health_ready:
+    case endpoint::model_ready: return api_category::health;
+    case endpoint::server_metadata:
+    case endpoint::model_metadata: return api_category::metadata;
+    case endpoint::model_infer:
+    case endpoint::model_generate:
+    case endpoint::model_generate_stream: return api_category::inference;
+    case endpoint::model_config: return api_category::model_config;
+    case endpoint::model_stats:
+    case endpoint::all_stats: return api_category::statistics;
+    case endpoint::model_trace:
+    case endpoint::trace: return api_category::trace;
+    case endpoint::logging: return api_category::logging;
+    case endpoint::repository_index:
+    case endpoint::repository_load:
+    case endpoint::repository_unload: return api_category::model_repository;
+    case endpoint::system_shm:
+    case endpoint::cuda_shm: return api_category::shared_memory;
+    case endpoint::not_found: break;
+  }
+  return std::nullopt;
+}
+
 template <class T>
 reply json_of(const T& value) {
   return json_reply(boost::json::serialize(boost::json::value_from(value)));
@@ -97,15 +124,22 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
   if (s_.log.verbose >= 1)
     s_.log.log_verbose(1, "HTTP request: " + std::string(req.method_string()) + " " +
                               std::string(req.target()));
+  // A restricted API needs its header before anything else is looked at.
+  if (const auto c = category_of(r.kind))
+    if (const restriction* rule = s_.opts.http_restricted.find(*c))
+      if (auto it = req.find(rule->key); it == req.end() || it->value() != rule->value)
+        return error_reply(403, "This API is restricted, expecting header '" + rule->key + "'");
   const auto method = req.method();
   const bool get = method == bhttp::verb::get;  // HEAD: 405, headers only
   const bool post = method == bhttp::verb::post;
   const reply not_allowed = error_reply(405, "Method Not Allowed");
   switch (r.kind) {
-    case endpoint::health_live:
+    case endpoint::health_live: {
       if (!get) return not_allowed;
-      if (auto st = svc_.live()) return error_reply(st);
-      return empty_reply(200);
+      bool live = false;
+      if (auto st = svc_.live(live)) return error_reply(st);
+      return empty_reply(live ? 200 : 400);
+    }
     case endpoint::health_ready:
       if (!get) return not_allowed;
       return empty_reply(svc_.ready() ? 200 : 400);

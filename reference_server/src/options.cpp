@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <functional>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -31,6 +33,142 @@ po::typed_value<std::string>* number(T* target, const char* name, T min = std::n
                           std::to_string(min) + " to " + std::to_string(max));
         *target = v;
       });
+}
+
+// The same, for a flag whose absence means "keep the built-in behaviour".
+template <class T>
+po::typed_value<std::string>* optional_number(std::optional<T>* target, const char* name,
+                                              T min = std::numeric_limits<T>::min(),
+                                              T max = std::numeric_limits<T>::max()) {
+  return po::value<std::string>()->notifier([target, name, min, max](const std::string& text) {
+    T v{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max)
+      throw po::error("invalid value '" + text + "' for --" + name + ": expected an integer from " +
+                      std::to_string(min) + " to " + std::to_string(max));
+    *target = v;
+  });
+}
+
+bool is_integer(std::string_view s, bool allow_sign = false) {
+  if (allow_sign && !s.empty() && s.front() == '-') s.remove_prefix(1);
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+bool is_number(std::string_view s) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  return ec == std::errc{} && end == s.data() + s.size();
+}
+
+// `[<group><sep>]<key>=<value>`: the shape of tritonserver's config-style flags.
+bool group_key_value(std::string_view arg, char sep, bool group_required) {
+  const auto s = arg.find(sep);
+  if (group_required && (s == std::string_view::npos || s == 0)) return false;
+  const std::string_view kv = s == std::string_view::npos ? arg : arg.substr(s + 1);
+  const auto eq = kv.find('=');
+  return eq != std::string_view::npos && eq > 0;
+}
+
+// The flags tritonserver has for features inferwire-server does not have: accepted, checked
+// as tritonserver checks them, and reported at start-up as having no effect. Each takes text
+// (repeatable where tritonserver's is); `check` returns the format a bad value should have had.
+struct inert_flag {
+  const char* name;
+  const char* why;
+  bool repeatable;
+  std::function<const char*(std::string_view)> check;  ///< null: any value; else the format or null when fine
+};
+
+const std::vector<inert_flag>& inert_flags() {
+  static const std::vector<inert_flag> flags = {
+      {"backend-directory", "the backends are built in", false, nullptr},
+      {"repoagent-directory", "repository agents are not supported", false, nullptr},
+      {"backend-config", "the built-in backends take no configuration", true,
+       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "<backend>,<setting>=<value>"; }},
+      {"host-policy", "host policies are not supported", true,
+       [](std::string_view a) { return group_key_value(a, ',', true) ? nullptr : "<policy name>,<setting>=<value>"; }},
+      {"cache-config", "there is no response cache", true,
+       [](std::string_view a) { return group_key_value(a, ',', true) ? nullptr : "<cache name>,<setting>=<value>"; }},
+      {"cache-directory", "there is no response cache", false, nullptr},
+      {"response-cache-byte-size", "there is no response cache", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"rate-limit", "there is no rate limiter", false,
+       [](std::string_view a) { return a == "off" || a == "execution_count" ? nullptr : "off|execution_count"; }},
+      {"rate-limit-resource", "there is no rate limiter", true,
+       [](std::string_view a) {
+         const auto c1 = a.find(':');
+         if (c1 == std::string_view::npos || c1 == 0) return "<resource name>:<count>:<device>";
+         const std::string_view rest = a.substr(c1 + 1);
+         const auto c2 = rest.find(':');
+         const bool ok = is_integer(rest.substr(0, c2)) &&
+                         (c2 == std::string_view::npos || is_integer(rest.substr(c2 + 1), true));
+         return ok ? nullptr : "<resource name>:<count>:<device>";
+       }},
+      {"pinned-memory-pool-byte-size", "inputs and outputs are not staged through a pinned pool", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"cuda-memory-pool-byte-size", "CUDA memory is not pooled", true,
+       [](std::string_view a) {
+         const auto c = a.find(':');
+         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_integer(a.substr(c + 1))
+                    ? nullptr
+                    : "<GPU device ID>:<pool byte size>";
+       }},
+      {"cuda-virtual-address-size", "CUDA memory is not pooled", true,
+       [](std::string_view a) {
+         const auto c = a.find(':');
+         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_integer(a.substr(c + 1))
+                    ? nullptr
+                    : "<GPU device ID>:<size>";
+       }},
+      {"min-supported-compute-capability", "every GPU the CUDA runtime offers is used", false,
+       [](std::string_view a) { return is_number(a) ? nullptr : "<float>"; }},
+      {"buffer-manager-thread-count", "there is no buffer manager", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"model-load-gpu-limit", "model loads are not limited by GPU memory", true,
+       [](std::string_view a) {
+         const auto c = a.find(':');
+         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_number(a.substr(c + 1))
+                    ? nullptr
+                    : "<device_id>:<fraction>";
+       }},
+      {"model-load-retry-count", "a failed load is not retried", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"model-namespacing", "models are not namespaced", false,
+       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
+      {"enable-peer-access", "GPU peer access is left as the CUDA runtime sets it", false,
+       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
+      {"allow-gpu-metrics", "GPU metrics are not collected", false,
+       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
+      {"allow-cpu-metrics", "CPU metrics are not collected", false,
+       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
+      {"metrics-config", "the metrics have one fixed form", true,
+       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "[<group>,]<setting>=<value>"; }},
+      {"trace-config", "trace records are not written", true,
+       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "[<mode>,]<setting>=<value>"; }},
+      {"grpc-infer-allocation-pool-size", "responses are not pooled", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"grpc-max-response-pool-size", "responses are not pooled", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"http-header-forward-pattern", "headers are not forwarded as parameters", false, nullptr},
+      {"grpc-header-forward-pattern", "headers are not forwarded as parameters", false, nullptr},
+      {"allow-sagemaker", "there is no SageMaker frontend", false, nullptr},
+      {"sagemaker-port", "there is no SageMaker frontend", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"sagemaker-safe-port-range", "there is no SageMaker frontend", false, nullptr},
+      {"sagemaker-thread-count", "there is no SageMaker frontend", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"allow-vertex-ai", "there is no Vertex AI frontend", false, nullptr},
+      {"vertex-ai-port", "there is no Vertex AI frontend", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"vertex-ai-thread-count", "there is no Vertex AI frontend", false,
+       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
+      {"vertex-ai-default-model", "there is no Vertex AI frontend", false, nullptr},
+  };
+  return flags;
 }
 
 }  // namespace
@@ -87,7 +225,50 @@ int parse_options(int argc, char** argv, options& o) {
       ("log-error", flag(&o.log_error), "log errors")
       ("log-verbose", number(&o.log_verbose, "log-verbose"), "verbose level")
       ("log-format", po::value(&o.log_format)->default_value(o.log_format), "default or ISO8601")
-      ("log-file", po::value(&o.log_file), "write the log to this file instead of stderr");
+      ("log-file", po::value(&o.log_file), "write the log to this file instead of stderr")
+      ("reuse-http-port", flag(&o.reuse_http_port), "bind the HTTP port with SO_REUSEPORT")
+      ("metrics-address", po::value(&o.metrics_address), "address the metrics endpoint binds to (default: --http-address)")
+      ("metrics-interval-ms", number(&o.metrics_interval_ms, "metrics-interval-ms"),
+       "accepted; every metric is read when it is scraped")
+      ("model-load-thread-count", number(&o.model_load_thread_count, "model-load-thread-count", 1u, 1024u),
+       "accepted; models load one after another")
+      ("strict-model-config", flag(&o.strict_model_config), "model configurations must be complete (always so here)")
+      ("disable-auto-complete-config", po::bool_switch(), "same as --strict-model-config=true")
+      ("http-restricted-api", po::value<std::vector<std::string>>()->composing(),
+       "<api>[,<api>...]:<key>=<value>: those APIs need that header (repeatable)")
+      ("grpc-restricted-protocol", po::value<std::vector<std::string>>()->composing(),
+       "<protocol>[,<protocol>...]:<key>=<value>: those RPCs need header triton-grpc-protocol-<key> (repeatable)")
+      ("grpc-address", po::value(&o.grpc_address)->default_value(o.grpc_address), "address the gRPC endpoint binds to")
+      ("reuse-grpc-port", flag(&o.reuse_grpc_port), "bind the gRPC port with SO_REUSEPORT")
+      ("grpc-use-ssl", flag(&o.grpc_use_ssl), "serve gRPC over TLS")
+      ("grpc-use-ssl-mutual", flag(&o.grpc_use_ssl_mutual), "serve gRPC over TLS and require client certificates")
+      ("grpc-server-cert", po::value(&o.grpc_server_cert), "PEM file of the server certificate")
+      ("grpc-server-key", po::value(&o.grpc_server_key), "PEM file of the server key")
+      ("grpc-root-cert", po::value(&o.grpc_root_cert), "PEM file of the root certificate (client certificates)")
+      ("grpc-infer-response-compression-level",
+       po::value(&o.grpc_infer_response_compression_level)->default_value(o.grpc_infer_response_compression_level),
+       "none, low, medium or high")
+      ("grpc-keepalive-time", optional_number(&o.grpc_keepalive_time_ms, "grpc-keepalive-time", 0, INT_MAX),
+       "ms between keepalive pings")
+      ("grpc-keepalive-timeout", optional_number(&o.grpc_keepalive_timeout_ms, "grpc-keepalive-timeout", 0, INT_MAX),
+       "ms to wait for a keepalive ack")
+      ("grpc-keepalive-permit-without-calls", po::value<bool>()->notifier([&o](bool v) { o.grpc_keepalive_permit_without_calls = v; }),
+       "allow keepalive pings without calls")
+      ("grpc-http2-max-pings-without-data",
+       optional_number(&o.grpc_http2_max_pings_without_data, "grpc-http2-max-pings-without-data", 0, INT_MAX), "")
+      ("grpc-http2-min-recv-ping-interval-without-data",
+       optional_number(&o.grpc_http2_min_recv_ping_interval_without_data_ms,
+                       "grpc-http2-min-recv-ping-interval-without-data", 0, INT_MAX), "")
+      ("grpc-http2-max-ping-strikes", optional_number(&o.grpc_http2_max_ping_strikes, "grpc-http2-max-ping-strikes", 0, INT_MAX), "")
+      ("grpc-max-connection-age", optional_number(&o.grpc_max_connection_age_ms, "grpc-max-connection-age", 0, INT_MAX), "")
+      ("grpc-max-connection-age-grace",
+       optional_number(&o.grpc_max_connection_age_grace_ms, "grpc-max-connection-age-grace", 0, INT_MAX), "");
+  po::options_description inert("accepted for tritonserver compatibility, without effect here");
+  for (const auto& f : inert_flags()) {
+    if (f.repeatable) inert.add_options()(f.name, po::value<std::vector<std::string>>()->composing(), f.why);
+    else inert.add_options()(f.name, po::value<std::string>(), f.why);
+  }
+  desc.add(inert);
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -120,6 +301,39 @@ int parse_options(int argc, char** argv, options& o) {
     return bad("--repository-poll-secs must be greater than 0 in poll mode");
   if (o.log_format != "default" && o.log_format != "ISO8601")
     return bad("invalid argument for --log-format, got: " + o.log_format);
+  if (vm.count("disable-auto-complete-config") && vm["disable-auto-complete-config"].as<bool>())
+    o.strict_model_config = true;
+  const auto& level = o.grpc_infer_response_compression_level;
+  if (level != "none" && level != "low" && level != "medium" && level != "high")
+    return bad("invalid argument for --grpc-infer-response-compression-level, got: " + level);
+  if ((o.grpc_use_ssl || o.grpc_use_ssl_mutual) && (o.grpc_server_cert.empty() || o.grpc_server_key.empty()))
+    return bad("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key");
+  if (o.grpc_use_ssl_mutual && o.grpc_root_cert.empty())
+    return bad("--grpc-use-ssl-mutual needs --grpc-root-cert");
+  auto restrict = [&](const char* name, const char* kind, restricted_apis& into) -> int {
+    if (!vm.count(name)) return -1;
+    for (const auto& a : vm[name].as<std::vector<std::string>>())
+      if (auto st = into.add(a, name, kind)) return bad(st.message());
+    return -1;
+  };
+  if (int rc = restrict("http-restricted-api", "api", o.http_restricted); rc >= 0) return rc;
+  if (int rc = restrict("grpc-restricted-protocol", "protocol", o.grpc_restricted); rc >= 0) return rc;
+  for (const auto& f : inert_flags()) {
+    if (!vm.count(f.name)) continue;
+    std::vector<std::string> values;
+    if (f.repeatable) values = vm[f.name].as<std::vector<std::string>>();
+    else values.push_back(vm[f.name].as<std::string>());
+    for (const auto& v : values)
+      if (const char* format = f.check ? f.check(v) : nullptr)
+        return bad("--" + std::string(f.name) + " option format is '" + format + "'. Got " + v);
+    o.inert.push_back("--" + std::string(f.name) + " has no effect: " + f.why);
+  }
+  if (!o.strict_model_config && vm.count("strict-model-config") && !vm["strict-model-config"].defaulted())
+    o.inert.push_back("--strict-model-config=false has no effect: configurations are never completed from model files");
+  if (!vm["model-load-thread-count"].defaulted())
+    o.inert.push_back("--model-load-thread-count has no effect: models load one after another");
+  if (!vm["metrics-interval-ms"].defaulted())
+    o.inert.push_back("--metrics-interval-ms has no effect: every metric is read when it is scraped");
   return -1;
 }
 

@@ -1,7 +1,10 @@
 // inferwire-server's command line: tritonserver's flag names where the feature exists.
 #pragma once
 
+#include "restricted.hpp"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,37 @@ struct options {
   unsigned log_verbose = 0;
   std::string log_format = "default";
   std::string log_file;
+
+  bool reuse_http_port = false;
+  std::string metrics_address;  ///< empty: the HTTP address
+  unsigned metrics_interval_ms = 2000;
+  unsigned model_load_thread_count = 4;
+  bool strict_model_config = false;
+
+  // gRPC (tritonserver's names; keepalive values unset keep inferwire's permissive defaults).
+  std::string grpc_address = "0.0.0.0";
+  bool reuse_grpc_port = false;
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;
+  std::string grpc_server_cert;
+  std::string grpc_server_key;
+  std::string grpc_root_cert;
+  std::string grpc_infer_response_compression_level = "none";
+  std::optional<int> grpc_keepalive_time_ms;
+  std::optional<int> grpc_keepalive_timeout_ms;
+  std::optional<bool> grpc_keepalive_permit_without_calls;
+  std::optional<int> grpc_http2_max_pings_without_data;
+  std::optional<int> grpc_http2_min_recv_ping_interval_without_data_ms;
+  std::optional<int> grpc_http2_max_ping_strikes;
+  std::optional<int> grpc_max_connection_age_ms;
+  std::optional<int> grpc_max_connection_age_grace_ms;
+
+  restricted_apis http_restricted;  ///< --http-restricted-api
+  restricted_apis grpc_restricted;  ///< --grpc-restricted-protocol
+
+  /// Flags given that inferwire-server accepts and validates but that have no effect here,
+  /// each as "--flag: why" (logged at start-up).
+  std::vector<std::string> inert;
 };
 
 /// Parses argv. Returns -1 to go on, or the exit status (0 after --help/--version, 2 on a bad

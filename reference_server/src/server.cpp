@@ -7,6 +7,8 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <charconv>
 #include <thread>
 
@@ -58,8 +60,78 @@ std::uint64_t server_state::max_body_size() const noexcept {
   return std::max<std::uint64_t>(std::uint64_t{1} << 30, 4 * opts.http_max_input_size);
 }
 
+status check_repositories(const std::vector<std::string>& roots) {
+  for (const auto& root : roots) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(root, ec);
+    if (ec || !std::filesystem::exists(st)) return {errc::internal, "failed to stat file " + root};
+    if (!std::filesystem::is_directory(st)) return {errc::internal, "failed to open directory " + root + ": not a directory"};
+    std::filesystem::directory_iterator it(root, ec);
+    if (ec) return {errc::internal, "failed to open directory " + root + ": " + ec.message()};
+  }
+  return {};
+}
+
+namespace {
+
+// A text table as tritonserver draws them: +---+ rules, | cells |, columns as wide as their
+// widest cell.
+std::string text_table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) width[c] = head[c].size();
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  std::string rule = "+";
+  for (auto w : width) rule += std::string(w + 2, '-') + "+";
+  rule += "\n";
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (std::size_t c = 0; c < width.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      out += " " + cell + std::string(width[c] - cell.size(), ' ') + " |";
+    }
+    return out + "\n";
+  };
+  std::string out = "\n" + rule + line(head) + rule;
+  for (const auto& r : rows) out += line(r);
+  return out + rule;
+}
+
+}  // namespace
+
+std::string model_table(const model_repository& repo) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : repo.index(false)) {
+    if (e.version.empty() && e.state.empty()) continue;
+    std::string status = e.state;
+    if (status != "READY" && !e.reason.empty()) status += ": " + e.reason;
+    rows.push_back({e.name, e.version, status});
+  }
+  return text_table({"Model", "Version", "Status"}, rows);
+}
+
+std::string options_table(const options& o) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"server_id", o.server_id});
+  rows.push_back({"server_version", INFERWIRE_VERSION_STRING});
+  std::string extensions;
+  for (const auto& e : server_extensions()) extensions += (extensions.empty() ? "" : " ") + e;
+  rows.push_back({"server_extensions", extensions});
+  for (std::size_t i = 0; i < o.model_repositories.size(); ++i)
+    rows.push_back({"model_repository_path[" + std::to_string(i) + "]", o.model_repositories[i]});
+  std::string mode = o.model_control_mode;
+  for (auto& ch : mode) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  rows.push_back({"model_control_mode", "MODE_" + mode});
+  for (std::size_t i = 0; i < o.load_models.size(); ++i)
+    rows.push_back({"startup_models_" + std::to_string(i), o.load_models[i]});
+  rows.push_back({"strict_model_config", o.strict_model_config ? "1" : "0"});
+  rows.push_back({"strict_readiness", o.strict_readiness ? "1" : "0"});
+  rows.push_back({"exit_timeout", std::to_string(o.exit_timeout_secs)});
+  return text_table({"Option", "Value"}, rows);
+}
+
 bool server_state::ready() const {
-  if (exiting) return false;
+  if (exiting || failed_to_initialize) return false;
   return !opts.strict_readiness || repository.all_ready();
 }
 

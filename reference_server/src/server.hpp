@@ -110,6 +110,9 @@ struct server_state {
   /// The largest body one request may have: max(1 GiB, 4 x --http-max-input-size).
   std::uint64_t max_body_size() const noexcept;
   std::atomic<bool> exiting{false};
+  /// A model repository could not be read at start-up and --exit-on-error=false: the server
+  /// serves metadata but is neither live nor ready.
+  std::atomic<bool> failed_to_initialize{false};
   std::atomic<std::int64_t> in_flight{0};
 
   bool ready() const;
@@ -130,5 +133,14 @@ void stop_listener(listener& l);
 
 /// The extensions this server implements, in the order of v2-protocol §3.
 std::vector<std::string> server_extensions();
+
+/// Start-up: every model repository named on the command line exists and is a readable
+/// folder; else the first failure, as tritonserver words it (`failed to stat file <path>`).
+status check_repositories(const std::vector<std::string>& roots);
+
+/// The tables tritonserver logs at start-up: the models (Model | Version | Status) and the
+/// options in effect (Option | Value).
+std::string model_table(const model_repository& repo);
+std::string options_table(const options& o);
 
 }  // namespace inferwire::server

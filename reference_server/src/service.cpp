@@ -34,13 +34,16 @@ status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
 
 // --- health and metadata ---------------------------------------------------------------------
 
-status service::live() const {
+status service::live(bool& live) const {
+  live = false;
   if (s_.exiting) return {errc::unavailable, "Server exiting"};
+  // A server that failed to initialise (--exit-on-error=false) answers, but is not live.
+  live = !s_.failed_to_initialize;
   return {};
 }
 
 status service::accepting() const {
-  if (s_.exiting) return {errc::unavailable, "Server not ready"};
+  if (s_.exiting || s_.failed_to_initialize) return {errc::unavailable, "Server not ready"};
   return {};
 }
 

@@ -45,11 +45,13 @@ class service {
  public:
   explicit service(server_state& s) noexcept : s_(s) {}
   server_state& state() noexcept { return s_; }
+  const server_state& state() const noexcept { return s_; }
 
   // --- health and metadata (v2-protocol §2, §3) ------------------------------------------------
 
   /// "Server exiting" once shutdown began.
-  status live() const;
+  /// Whether the server is live: not when it failed to initialise.
+  status live(bool& live) const;
   bool ready() const { return s_.ready(); }
   /// Whether the model version is ready; refused during shutdown.
   status model_ready(std::string_view name, std::string_view version, bool& ready) const;

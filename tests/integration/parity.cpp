@@ -35,12 +35,14 @@ struct answer {
   std::string text;
 };
 
-using grpc_call = std::function<answer(Stub&)>;
+using headers = std::vector<std::pair<std::string, std::string>>;
+using rpc_call = std::function<answer(Stub&, const headers&)>;
 
 template <class Req, class Resp>
-grpc_call rpc(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Req request) {
-  return [method, request](Stub& stub) {
+rpc_call rpc(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Req request) {
+  return [method, request](Stub& stub, const headers& metadata) {
     grpc::ClientContext ctx;
+    for (const auto& [k, v] : metadata) ctx.AddMetadata(k, v);
     Resp response;
     const grpc::Status st = (stub.*method)(&ctx, request, &response);
     return answer{static_cast<int>(st.error_code()), st.error_message()};
@@ -102,7 +104,7 @@ http_call infer_http(const infer_spec& s) {
   return {"POST", "/v2/models/" + s.model + "/infer", body};
 }
 
-grpc_call infer_grpc(const infer_spec& s) {
+rpc_call infer_grpc(const infer_spec& s) {
   inference::ModelInferRequest q;
   q.set_model_name(s.model);
   for (const auto& t : s.inputs) {
@@ -131,7 +133,7 @@ struct row {
   std::optional<errc> code;  ///< nullopt: both succeed
   std::string text;          ///< the exact text ("" : both texts must only agree)
   http_call http;
-  grpc_call grpc;
+  rpc_call grpc;
   /// Where upstream's HTTP frontend answers otherwise: its status and text.
   std::optional<answer> http_differs = {};
 };
@@ -345,7 +347,7 @@ TEST_CASE("parity: every endpoint's errors are the same over HTTP and gRPC", "[p
   for (const row& r : table()) {
     CAPTURE(r.what, r.http.target);
     const reply h = request(s.http_port(), r.http.method, r.http.target, r.http.body);
-    const answer g = r.grpc(*stub);
+    const answer g = r.grpc(*stub, {});
     const answer http{static_cast<int>(h.status), h.status == 200 ? std::string() : error_of(h)};
     CAPTURE(http.code, http.text, g.code, g.text);
     const int want_grpc = r.code ? static_cast<int>(inferwire::grpc_code(*r.code)) : 0;
@@ -360,4 +362,65 @@ TEST_CASE("parity: every endpoint's errors are the same over HTTP and gRPC", "[p
     CHECK(http.text == g.text);
     if (!r.text.empty()) CHECK(g.text == r.text);
   }
+}
+
+TEST_CASE("parity: restricted APIs over HTTP and gRPC from one table", "[parity][grpc][restricted]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0",
+                    "--http-restricted-api=inference,model-repository,statistics:iw-key=v1",
+                    "--grpc-restricted-protocol=inference,model-repository,statistics:iw-key=v1",
+                    "--http-restricted-api=trace,logging,shared-memory,model-config,metadata,health:admin=v2",
+                    "--grpc-restricted-protocol=trace,logging,shared-memory,model-config,metadata,health:admin=v2"});
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  struct probe {
+    std::string category;
+    http_call http;
+    rpc_call grpc;
+    std::string key, value;
+  };
+  inference::ModelStatisticsRequest stats;
+  stats.set_name("simple");
+  inference::TraceSettingRequest trace;
+  inference::LogSettingsRequest log;
+  inference::SystemSharedMemoryStatusRequest shm;
+  const std::vector<probe> probes = {
+      {"health", {"GET", "/v2/health/live", ""}, rpc(&Stub::ServerLive, inference::ServerLiveRequest{}), "admin", "v2"},
+      {"health", {"GET", "/v2/models/simple/ready", ""}, rpc(&Stub::ModelReady, named<inference::ModelReadyRequest>("simple")),
+       "admin", "v2"},
+      {"metadata", {"GET", "/v2", ""}, rpc(&Stub::ServerMetadata, inference::ServerMetadataRequest{}), "admin", "v2"},
+      {"metadata", {"GET", "/v2/models/simple", ""}, rpc(&Stub::ModelMetadata, metadata_of("simple")), "admin", "v2"},
+      {"model-config", {"GET", "/v2/models/simple/config", ""}, rpc(&Stub::ModelConfig, config_of("simple")), "admin",
+       "v2"},
+      {"inference", infer_http(infer_spec{}), infer_grpc(infer_spec{}), "iw-key", "v1"},
+      {"statistics", {"GET", "/v2/models/simple/stats", ""}, rpc(&Stub::ModelStatistics, stats), "iw-key", "v1"},
+      {"model-repository", {"POST", "/v2/repository/index", ""},
+       rpc(&Stub::RepositoryIndex, inference::RepositoryIndexRequest{}), "iw-key", "v1"},
+      {"shared-memory", {"GET", "/v2/systemsharedmemory/status", ""}, rpc(&Stub::SystemSharedMemoryStatus, shm), "admin",
+       "v2"},
+      {"trace", {"GET", "/v2/trace/setting", ""}, rpc(&Stub::TraceSetting, trace), "admin", "v2"},
+      {"logging", {"GET", "/v2/logging", ""}, rpc(&Stub::LogSettings, log), "admin", "v2"},
+  };
+  for (const auto& p : probes) {
+    CAPTURE(p.category, p.http.target);
+    // Without the header, with a wrong value, with the right one.
+    const reply h = request(s.http_port(), p.http.method, p.http.target, p.http.body);
+    CHECK(h.status == 403);
+    CHECK(error_of(h) == "This API is restricted, expecting header '" + p.key + "'");
+    const answer g = p.grpc(*stub, {});
+    CHECK(g.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+    CHECK(g.text == "This protocol is restricted, expecting header 'triton-grpc-protocol-" + p.key + "'");
+    CHECK(request(s.http_port(), p.http.method, p.http.target, p.http.body, {{p.key, p.value + "0"}}).status == 403);
+    CHECK(p.grpc(*stub, {{"triton-grpc-protocol-" + p.key, p.value + "0"}}).code ==
+          static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+    CHECK(request(s.http_port(), p.http.method, p.http.target, p.http.body, {{p.key, p.value}}).status == 200);
+    CHECK(p.grpc(*stub, {{"triton-grpc-protocol-" + p.key, p.value}}).code == 0);
+  }
+  // A stream of a restricted category ends before any request is read.
+  grpc::ClientContext ctx;
+  auto stream = stub->ModelStreamInfer(&ctx);
+  inference::ModelStreamInferResponse response;
+  CHECK_FALSE(stream->Read(&response));
+  const grpc::Status st = stream->Finish();
+  CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(st.error_message() == "This protocol is restricted, expecting header 'triton-grpc-protocol-iw-key'");
 }
