@@ -204,11 +204,13 @@ int main(int argc, char** argv) {
   std::size_t requests = 20000;
   std::string server = INFERWIRE_SERVER_PATH;
   std::string nginx = "/usr/sbin/nginx";
+  std::vector<std::string> server_args;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--requests") requests = std::stoul(argv[i + 1]);
     else if (a == "--server") server = argv[i + 1];
     else if (a == "--nginx") nginx = argv[i + 1];
+    else if (a == "--server-arg") server_args.emplace_back(argv[i + 1]);  // passed to inferwire-server
   }
   signal(SIGPIPE, SIG_IGN);
   auto tmp = std::filesystem::temp_directory_path() / ("iw-bench-" + std::to_string(getpid()));
@@ -217,7 +219,7 @@ int main(int argc, char** argv) {
   // inferwire-server
   std::string slog = (tmp / "server.log").string();
   pid_t spid = -1;
-  int sport = start_reference_server(server, slog, spid);
+  int sport = start_reference_server(server, slog, spid, server_args);
   if (!sport) {
     std::fprintf(stderr, "inferwire-server did not start:\n%s\n", read_file(slog).c_str());
     return 1;

@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
     std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
     return 1;
   }
+  if (auto st = s.traces.configure(s.opts.trace_config)) {
+    std::cerr << "Error: " << st.message() << "\n";
+    return 2;
+  }
   for (const auto& line : s.opts.inert) s.log.log_info(line);
   // A repository that is missing or unreadable fails the start-up, as in tritonserver; with
   // --exit-on-error=false the server goes on, answering but neither live nor ready.
@@ -135,6 +139,7 @@ int main(int argc, char** argv) {
 #endif
   s.repository.stop_polling();
   s.execution.join();
+  s.traces.flush();
   s.log.log_info("exited cleanly");
   return 0;
 }

@@ -88,7 +88,8 @@ class ensemble_backend final : public backend {
     }
     std::int64_t batch = 1;
     if (auto vs = validate_request(*model->config, req, batch)) return vs;
-    request_clock times{clock::now(), clock::now()};
+    request_clock times;
+    times.received = times.queued = clock::now();
     auto& res = responses.emplace_back();
     if (auto xs = execute_request(*model, req, batch, times, res)) return xs;
     for (const auto& [model_output, tensor] : step.output_map()) {

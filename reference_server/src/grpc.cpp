@@ -225,13 +225,23 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       reactor->Finish(to_grpc(st));
       return reactor;
     }
+    // The message was read before this handler ran: both read stamps are its arrival.
+    if (call->trace) {
+      call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
+      call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
+    }
     // `q` and `r` live until Finish; the decoded request may view q's bytes.
-    execute(call, ctx, nullptr, [reactor, call, r](status st) {
+    execute(call, ctx, nullptr, [this, reactor, call, r](status st) {
       if (!st) st = guarded([&] {
         conv::encode_infer_response(call->response, *r);
         return status{};
       });
+      if (call->trace) call->trace->stamp_now("GRPC_SEND_START");
       reactor->Finish(to_grpc(st));
+      if (call->trace) {
+        call->trace->stamp_now("GRPC_SEND_END");
+        svc_.state().traces.finish(*call->trace);
+      }
     });
     return reactor;
   }

@@ -104,12 +104,19 @@ struct reply {
   std::vector<net::const_buffer> extra;
   std::shared_ptr<void> owner;
   bool close = false;
+  std::shared_ptr<trace_record> trace;  ///< a traced inference: sending is stamped, then it is written
 };
 
 reply json_reply(std::string body, unsigned status = 200);
 reply error_reply(unsigned code, std::string_view message);
 reply error_reply(const status& st);
 reply empty_reply(unsigned code);
+
+/// When a request's header and its body had arrived (HTTP_RECV_START and _END of a trace).
+struct receive_times {
+  clock::time_point header;
+  clock::time_point body;
+};
 
 /// Where a reply goes when it is ready after the handler returned (work on the execution
 /// pool). The connection implements it; holding the pointer keeps the connection alive.
@@ -130,7 +137,7 @@ class endpoints {
   /// Answers `req` (whose body is `big` when it was read outside the parser): the reply now,
   /// or nothing when `out` receives it later.
   std::optional<reply> handle(request_t&& req, std::shared_ptr<body_buffer> big,
-                              const std::shared_ptr<responder>& out);
+                              const std::shared_ptr<responder>& out, const receive_times& received);
   /// The metrics port: GET /metrics.
   reply metrics(const request_t& req) const;
 
@@ -146,7 +153,8 @@ class endpoints {
   std::optional<reply> repository_control(const inferwire::http::route& r, request_t&& req,
                                           const std::shared_ptr<responder>& out);
   std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
-                             std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out);
+                             std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
+                             const receive_times& received);
   status decode_body(infer_job& job, std::optional<reply>& refusal);
   reply respond(infer_job& job, const status& done, const std::string& accept) noexcept;
   reply encode(infer_job& job, const std::string& accept);

@@ -203,6 +203,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
   void on_header(beast::error_code ec) {
+    received_.header = clock::now();
     if ((ec == bhttp::error::bad_content_length || ec == bhttp::error::bad_transfer_encoding) &&
         !framing_rewritten_ && drop_content_length()) {
       framing_rewritten_ = true;
@@ -266,6 +267,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     }
     if (b.complete()) {
       keep_alive_ = direct_.keep_alive();
+      received_.body = clock::now();
       ++s_.in_flight;
       counted_ = true;
       return dispatch(std::move(direct_), std::move(direct_body_));
@@ -299,7 +301,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     head_request_ = req.method() == bhttp::verb::head;
     executing_ = true;  // the watchdog leaves a connection alone while its request runs
     try {
-      if (auto r = endpoints_.handle(std::move(req), std::move(big), shared_from_this())) {
+      if (auto r = endpoints_.handle(std::move(req), std::move(big), shared_from_this(), received_)) {
         executing_ = false;
         write(std::move(*r));
       }
@@ -353,6 +355,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     if (ec) return on_read_error(ec);
     // A request framed by both Transfer-Encoding and Content-Length closes its connection.
     keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
+    received_.body = clock::now();
     ++s_.in_flight;
     counted_ = true;
     auto req = parser_->release();
@@ -383,8 +386,13 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
       buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
     }
+    if (reply_.trace) reply_.trace->stamp_now("HTTP_SEND_START");
     net::async_write(socket_, buffers_, transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
       self->touch();
+      if (const auto& trace = self->reply_.trace) {
+        trace->stamp_now("HTTP_SEND_END");
+        self->s_.traces.finish(*trace);
+      }
       self->finish(!ec && keep);
     });
   }
@@ -452,7 +460,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool head_request_ = false;  ///< the request being answered is a HEAD
-  bool framing_rewritten_ = false;  ///< Content-Length dropped for Transfer-Encoding (close after)
+  bool framing_rewritten_ = false;
+  rest::receive_times received_;  ///< when the current request's header and body arrived  ///< Content-Length dropped for Transfer-Encoding (close after)
   bool counted_ = false;
   std::shared_ptr<std::string> continue_;
   reply reply_;

@@ -114,7 +114,7 @@ struct endpoints::infer_job : infer_call {
 // --- routing ---------------------------------------------------------------------------------
 
 std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buffer> big,
-                                       const std::shared_ptr<responder>& out) {
+                                       const std::shared_ptr<responder>& out, const receive_times& received) {
   const route r = inferwire::http::match_route(req.target());
   if (big && r.kind != endpoint::model_infer) {
     // Only infer reads its body in place; the other endpoints take it as a string.
@@ -174,7 +174,7 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
       return logging(req);
     case endpoint::model_infer:
       if (!post) return not_allowed;
-      return infer(r, std::move(req), std::move(big), out);
+      return infer(r, std::move(req), std::move(big), out, received);
     case endpoint::repository_index:
       if (!post) return not_allowed;
       return repository_index(req);
@@ -346,7 +346,7 @@ std::optional<reply> endpoints::repository_control(const route& r, request_t&& r
 // --- infer (v2-protocol §4) --------------------------------------------------------------------
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
-                                      const std::shared_ptr<responder>& out) {
+                                      const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = std::make_shared<infer_job>();
   // Step 1: the model.
   if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
@@ -363,9 +363,14 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
   // Steps 10 and 11, then the run: inline for small requests (done is called before infer
   // returns, on this I/O thread), otherwise on the execution pool.
   if (auto st = svc_.admit(*job)) return error_reply(st);
+  if (job->trace) {
+    job->trace->stamp("HTTP_RECV_START", received.header);
+    job->trace->stamp("HTTP_RECV_END", received.body);
+  }
   svc_.infer(job, {}, [this, out, job, accept = std::string(job->req[bhttp::field::accept_encoding])](status done) {
     reply rep = respond(*job, done, accept);
     rep.owner = job;
+    rep.trace = job->trace;
     out->respond(std::move(rep));
   });
   return std::nullopt;

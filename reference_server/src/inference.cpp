@@ -556,10 +556,10 @@ class request_run {
 }  // namespace
 
 status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
-                       const request_clock& times, v2::infer_response& response,
+                       request_clock& times, v2::infer_response& response,
                        const tensor_places* places, const response_sink* on_response) {
   version_stats::durations d;
-  const auto start = clock::now();
+  const auto start = times.compute_start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
   auto fail = [&](status st, bool backend) {
     model.stats.record_failure(ns_between(times.received, clock::now()), backend);
@@ -569,13 +569,13 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   if (auto st = run.stage_inputs()) return fail(st, false);
   if (auto st = run.begin_sequence()) return fail(st, false);
   if (auto st = run.connect_responses(on_response)) return fail(st, false);
-  const auto inputs_ready = clock::now();
+  const auto inputs_ready = times.compute_input_end = clock::now();
   d.input_ns = ns_between(start, inputs_ready);
   if (auto st = run.execute()) return fail(st, true);
-  const auto executed = clock::now();
+  const auto executed = times.compute_output_start = clock::now();
   d.infer_ns = ns_between(inputs_ready, executed);
   if (auto st = run.finish(response)) return fail(st, false);
-  const auto done = clock::now();
+  const auto done = times.compute_end = clock::now();
   d.output_ns = ns_between(executed, done);
   d.request_ns = ns_between(times.received, done);
   model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);

@@ -21,6 +21,11 @@ status validate_request(const model_config& config, const v2::infer_request& req
 struct request_clock {
   clock::time_point received;  ///< the request was read
   clock::time_point queued;    ///< it was handed to the execution pool
+  // Filled by execute_request (statistics and traces).
+  clock::time_point compute_start;
+  clock::time_point compute_input_end;
+  clock::time_point compute_output_start;
+  clock::time_point compute_end;
 };
 
 /// The shared-memory places of one request's tensors, and the leases that keep their regions
@@ -56,7 +61,7 @@ status resolve_shared_memory(shm_registry& registry, v2::infer_request& request,
 /// nobody receives responses any more (the client went away); the model then stops.
 using response_sink = std::function<bool(v2::infer_response&&)>;
 status execute_request(model_version& model, const v2::infer_request& request,
-                       std::int64_t batch_size, const request_clock& times,
+                       std::int64_t batch_size, request_clock& times,
                        v2::infer_response& response, const tensor_places* places = nullptr,
                        const response_sink* on_response = nullptr);
 

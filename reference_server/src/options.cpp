@@ -147,8 +147,6 @@ const std::vector<inert_flag>& inert_flags() {
        [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
       {"metrics-config", "the metrics have one fixed form", true,
        [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "[<group>,]<setting>=<value>"; }},
-      {"trace-config", "trace records are not written", true,
-       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "[<mode>,]<setting>=<value>"; }},
       {"grpc-infer-allocation-pool-size", "responses are not pooled", false,
        [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
       {"grpc-max-response-pool-size", "responses are not pooled", false,
@@ -238,6 +236,8 @@ int parse_options(int argc, char** argv, options& o) {
        "<api>[,<api>...]:<key>=<value>: those APIs need that header (repeatable)")
       ("grpc-restricted-protocol", po::value<std::vector<std::string>>()->composing(),
        "<protocol>[,<protocol>...]:<key>=<value>: those RPCs need header triton-grpc-protocol-<key> (repeatable)")
+      ("trace-config", po::value<std::vector<std::string>>()->composing(),
+       "[triton,]<setting>=<value>: trace file, level, rate, count, log-frequency, mode (repeatable)")
       ("grpc-address", po::value(&o.grpc_address)->default_value(o.grpc_address), "address the gRPC endpoint binds to")
       ("reuse-grpc-port", flag(&o.reuse_grpc_port), "bind the gRPC port with SO_REUSEPORT")
       ("grpc-use-ssl", flag(&o.grpc_use_ssl), "serve gRPC over TLS")
@@ -316,6 +316,22 @@ int parse_options(int argc, char** argv, options& o) {
       if (auto st = into.add(a, name, kind)) return bad(st.message());
     return -1;
   };
+  if (vm.count("trace-config"))
+    for (const auto& a : vm["trace-config"].as<std::vector<std::string>>()) {
+      const auto eq = a.find('=');
+      const auto comma = a.find(',');
+      const bool grouped = comma != std::string::npos && comma < eq;
+      const std::string group = grouped ? a.substr(0, comma) : "";
+      if (eq == std::string::npos || eq == (grouped ? comma + 1 : 0) ||
+          (grouped && group != "triton" && group != "opentelemetry"))
+        return bad("--trace-config option format is '[<mode>,]<setting>=<value>'. Got " + a);
+      if (group == "opentelemetry") {
+        o.inert.push_back("--trace-config " + a + " has no effect: traces are written in Triton's mode only");
+        continue;
+      }
+      const std::size_t key_start = grouped ? comma + 1 : 0;
+      o.trace_config.emplace_back(a.substr(key_start, eq - key_start), a.substr(eq + 1));
+    }
   if (int rc = restrict("http-restricted-api", "api", o.http_restricted); rc >= 0) return rc;
   if (int rc = restrict("grpc-restricted-protocol", "protocol", o.grpc_restricted); rc >= 0) return rc;
   for (const auto& f : inert_flags()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferwire::server {
@@ -63,6 +64,9 @@ struct options {
   std::optional<int> grpc_http2_max_ping_strikes;
   std::optional<int> grpc_max_connection_age_ms;
   std::optional<int> grpc_max_connection_age_grace_ms;
+
+  /// --trace-config settings of Triton's mode, as (setting, value), in order.
+  std::vector<std::pair<std::string, std::string>> trace_config;
 
   restricted_apis http_restricted;  ///< --http-restricted-api
   restricted_apis grpc_restricted;  ///< --grpc-restricted-protocol

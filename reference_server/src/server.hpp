@@ -7,6 +7,7 @@
 #include "options.hpp"
 #include "repository.hpp"
 #include "shm_registry.hpp"
+#include "trace.hpp"
 
 #include <inferwire/v2/types.hpp>
 
@@ -70,20 +71,6 @@ class byte_budget {
   std::atomic<std::uint64_t> used_{0};
 };
 
-/// Trace settings of the trace extension: global values and per-model overrides.
-class trace_registry {
- public:
-  trace_registry();
-  v2::trace_settings get(const std::string& model) const;
-  /// Applies an update (v2-protocol §7) and returns the resulting settings.
-  status update(const std::string& model, const v2::trace_settings& update, v2::trace_settings& out);
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> global_;
-  std::map<std::string, std::vector<std::string>> startup_;  ///< global values at start-up
-  std::map<std::string, std::map<std::string, std::vector<std::string>>> models_;
-};
 
 struct server_state {
   explicit server_state(options o);

@@ -30,6 +30,23 @@ status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
   }
 }
 
+// The core's part of a traced request: Triton's timestamps from REQUEST_START to REQUEST_END
+// and, at level TENSORS, the outputs.
+void stamp_request(infer_call& call) {
+  trace_record& t = *call.trace;
+  t.stamp("REQUEST_START", call.times.received);
+  t.stamp("QUEUE_START", call.times.queued);
+  t.stamp("COMPUTE_START", call.times.compute_start);
+  t.stamp("COMPUTE_INPUT_END", call.times.compute_input_end);
+  t.stamp("COMPUTE_OUTPUT_START", call.times.compute_output_start);
+  t.stamp("COMPUTE_END", call.times.compute_end);
+  t.stamp_now("REQUEST_END");
+  if (t.tensors)
+    for (const auto& o : call.response.outputs)
+      if (o.encoding != v2::tensor_encoding::shared_memory)
+        t.add_tensor("TENSOR_BACKEND_OUTPUT", o.name, o.datatype, o.shape, o.data.bytes());
+}
+
 }  // namespace
 
 // --- health and metadata ---------------------------------------------------------------------
@@ -222,11 +239,28 @@ status service::admit(infer_call& call) const {
   if (auto st = resolve_shared_memory(s_.shm, call.request, call.places)) return failed(call, std::move(st));
   if (auto st = validate_request(*call.model->config, call.request, call.batch_size))
     return failed(call, std::move(st));
+  // Whether to trace is decided once the request is valid (trace level, rate and count).
+  if ((call.trace = s_.traces.begin(call.model->name))) {
+    call.trace->model_version = call.model->version;
+    call.trace->request_id = call.request.id;
+    if (call.trace->tensors)
+      for (std::size_t i = 0; i < call.request.inputs.size(); ++i) {
+        const auto& in = call.request.inputs[i];
+        const bool device = i < call.places.inputs.size() && call.places.inputs[i].data;
+        call.trace->add_tensor("TENSOR_QUEUE_INPUT", in.name, in.datatype, in.shape,
+                               device ? std::span<const std::byte>() : in.data.bytes());
+      }
+  }
   return {};
 }
 
 void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::function<void(status)> done) {
   call->times.queued = clock::now();
+  if (call->trace)
+    done = [call, done = std::move(done)](status st) {
+      stamp_request(*call);
+      done(std::move(st));
+    };
   if (hooks.cancelled && hooks.cancelled()) return done(cancelled_status());
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
     return done(execute_guarded(*call, nullptr));

@@ -30,6 +30,9 @@ struct infer_call {
   std::int64_t batch_size = 1;
   request_clock times;
   v2::infer_response response;
+  /// Set when this request is traced (trace extension); the frontend stamps its receive and
+  /// send times and hands the record to the trace registry once the reply is sent.
+  std::shared_ptr<trace_record> trace;
 };
 
 /// What a frontend gives an inference besides the call.

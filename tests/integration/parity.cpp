@@ -12,8 +12,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/json/parse.hpp>
+
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
+
+#include <unistd.h>
 
 using namespace iwtest;
 using inferwire::errc;
@@ -423,4 +430,60 @@ TEST_CASE("parity: restricted APIs over HTTP and gRPC from one table", "[parity]
   const grpc::Status st = stream->Finish();
   CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
   CHECK(st.error_message() == "This protocol is restricted, expecting header 'triton-grpc-protocol-iw-key'");
+}
+
+TEST_CASE("parity: a server that failed to initialise is not live over HTTP and gRPC", "[parity][grpc][launch]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--model-repository", "/no/such/repository",
+                    "--exit-on-error=false"},
+                   false);
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  CHECK(request(s.http_port(), "GET", "/v2/health/live").status == 400);
+  CHECK(request(s.http_port(), "GET", "/v2/health/ready").status == 400);
+  grpc::ClientContext live_ctx;
+  inference::ServerLiveResponse live;
+  REQUIRE(stub->ServerLive(&live_ctx, {}, &live).ok());
+  CHECK_FALSE(live.live());
+  grpc::ClientContext ready_ctx;
+  inference::ServerReadyResponse ready;
+  REQUIRE(stub->ServerReady(&ready_ctx, {}, &ready).ok());
+  CHECK_FALSE(ready.ready());
+  grpc::ClientContext md_ctx;
+  inference::ServerMetadataResponse md;
+  CHECK(stub->ServerMetadata(&md_ctx, {}, &md).ok());
+  CHECK(md.name() == "triton");
+  const answer index = rpc(&Stub::RepositoryIndex, inference::RepositoryIndexRequest{})(*stub, {});
+  CHECK(index.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  CHECK(index.text == "Server not ready");
+}
+
+TEST_CASE("parity: gRPC inferences are traced with gRPC's timestamp names", "[parity][grpc][trace]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("iw-grpc-trace-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "trace.json";
+  {
+    server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--trace-config", "triton,file=" + file.string(),
+                      "--trace-config", "level=TIMESTAMPS", "--trace-config", "rate=1"});
+    auto stub = inference::GRPCInferenceService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+    for (int i = 0; i < 2; ++i) CHECK(infer_grpc(infer_spec{})(*stub, {}).code == 0);
+    stub.reset();  // no open channel for the shutdown to wait for
+    CHECK(s.stop() == 0);
+  }
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto traces = boost::json::parse(text.str()).as_array();
+  REQUIRE(traces.size() == 2);
+  for (const auto& t : traces) {
+    std::vector<std::string> names;
+    for (const auto& ts : t.at("timestamps").as_array()) names.emplace_back(ts.at("name").as_string());
+    CHECK(names == std::vector<std::string>{"GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "REQUEST_START",
+                                            "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+                                            "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
+                                            "GRPC_SEND_START", "GRPC_SEND_END"});
+    CHECK(t.at("model_name").as_string() == "simple");
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,100 @@
+// Request tracing in Triton's mode (the trace extension, v2-protocol §7): the trace settings
+// (global, with per-model overrides), the choice of which requests to trace (level, rate,
+// count), and the trace files, in Triton's JSON with its timestamp names.
+#pragma once
+
+#include <inferwire/core/error.hpp>
+#include <inferwire/v2/types.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferwire::server {
+
+/// One traced request: who it was, and its timestamps in order (Triton's names, nanoseconds
+/// of the steady clock). Stamped by the frontend and the inference path, written when the
+/// reply has been sent.
+struct trace_record {
+  std::uint64_t id = 0;
+  std::string model_name;
+  std::int64_t model_version = 0;
+  std::string request_id;
+  bool tensors = false;  ///< level TENSORS: inputs and outputs are recorded too
+  std::vector<std::pair<const char*, std::uint64_t>> timestamps;
+  std::string tensor_json;  ///< {"activity":...,"tensor":{...}} objects, comma-separated
+
+  void stamp(const char* name, std::chrono::steady_clock::time_point t) {
+    if (t.time_since_epoch().count() == 0) return;  // a step the request never reached
+    timestamps.emplace_back(
+        name, static_cast<std::uint64_t>(
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count()));
+  }
+  void stamp_now(const char* name) { stamp(name, std::chrono::steady_clock::now()); }
+  /// Level TENSORS: one tensor, as `activity` (TENSOR_QUEUE_INPUT, TENSOR_BACKEND_OUTPUT).
+  void add_tensor(const char* activity, const std::string& name, data_type type, const shape_t& shape,
+                  std::span<const std::byte> data);
+
+ private:
+  friend class trace_registry;
+  std::string file;
+  std::uint64_t log_frequency = 0;
+};
+
+/// The trace settings and the trace files.
+class trace_registry {
+ public:
+  trace_registry();
+  ~trace_registry();
+
+  /// Start-up values (from --trace-config), before any request.
+  status configure(const std::vector<std::pair<std::string, std::string>>& settings);
+
+  v2::trace_settings get(const std::string& model) const;
+  /// Applies an update (v2-protocol §7) and returns the resulting settings.
+  status update(const std::string& model, const v2::trace_settings& update, v2::trace_settings& out);
+
+  /// A record when this request of `model` is to be traced (level not OFF, a trace file, its
+  /// turn by trace_rate, trace_count not used up); else null. Cheap when tracing is off.
+  std::shared_ptr<trace_record> begin(const std::string& model);
+  /// Writes a finished record to its trace file.
+  void finish(const trace_record& record);
+  /// Writes what is pending and closes every trace file (shutdown).
+  void flush();
+
+ private:
+  using setting_map = std::map<std::string, std::vector<std::string>>;
+  struct sampler {
+    std::uint64_t seen = 0;
+    std::int64_t remaining = -1;  ///< trace_count; -1: unlimited
+  };
+  struct file_writer {
+    std::ofstream out;             ///< log_frequency 0: the file, a JSON array being written
+    bool first = true;
+    std::vector<std::string> pending;  ///< log_frequency > 0: traces of the next numbered file
+    std::uint64_t index = 0;
+  };
+  static status check(const std::string& key, const std::vector<std::string>& v);
+  void reset_samplers_locked();
+  void write_numbered_locked(const std::string& path, file_writer& w);
+
+  mutable std::mutex mu_;
+  setting_map global_;
+  setting_map startup_;  ///< global values at start-up
+  std::map<std::string, setting_map> models_;
+  std::map<std::string, sampler> samplers_;  ///< by model ("" = models without overrides)
+  std::atomic<bool> any_on_{false};          ///< some level is not OFF
+  std::uint64_t next_id_ = 1;
+  std::mutex files_mu_;
+  std::map<std::string, file_writer> files_;
+};
+
+}  // namespace inferwire::server
