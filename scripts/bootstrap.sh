@@ -19,7 +19,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libssl-dev zlib1g-dev catch2 nginx-light
   clang libclang-rt-14-dev
-  python3 python3-grpcio python3-protobuf python3-msgpack
+  python3 python3-grpcio python3-protobuf python3-msgpack python3-prometheus-client
 )
 
 sudo=""

@@ -143,10 +143,6 @@ const std::vector<inert_flag>& inert_flags() {
        [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
       {"allow-gpu-metrics", "GPU metrics are not collected", false,
        [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
-      {"allow-cpu-metrics", "CPU metrics are not collected", false,
-       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
-      {"metrics-config", "the metrics have one fixed form", true,
-       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "[<group>,]<setting>=<value>"; }},
       {"grpc-infer-allocation-pool-size", "responses are not pooled", false,
        [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
       {"grpc-max-response-pool-size", "responses are not pooled", false,
@@ -236,6 +232,9 @@ int parse_options(int argc, char** argv, options& o) {
        "<api>[,<api>...]:<key>=<value>: those APIs need that header (repeatable)")
       ("grpc-restricted-protocol", po::value<std::vector<std::string>>()->composing(),
        "<protocol>[,<protocol>...]:<key>=<value>: those RPCs need header triton-grpc-protocol-<key> (repeatable)")
+      ("allow-cpu-metrics", flag(&o.allow_cpu_metrics), "CPU utilisation and memory metrics")
+      ("metrics-config", po::value<std::vector<std::string>>()->composing(),
+       "summary_latencies=<bool>, summary_quantiles=<q>:<error>[,...], counter_latencies=<bool> (repeatable)")
       ("trace-config", po::value<std::vector<std::string>>()->composing(),
        "[triton,]<setting>=<value>: trace file, level, rate, count, log-frequency, mode (repeatable)")
       ("grpc-address", po::value(&o.grpc_address)->default_value(o.grpc_address), "address the gRPC endpoint binds to")
@@ -331,6 +330,44 @@ int parse_options(int argc, char** argv, options& o) {
       }
       const std::size_t key_start = grouped ? comma + 1 : 0;
       o.trace_config.emplace_back(a.substr(key_start, eq - key_start), a.substr(eq + 1));
+    }
+  if (vm.count("metrics-config"))
+    for (const auto& a : vm["metrics-config"].as<std::vector<std::string>>()) {
+      const auto eq = a.find('=');
+      const auto comma = a.find(',');
+      const std::size_t key_start = comma != std::string::npos && comma < eq ? comma + 1 : 0;
+      if (eq == std::string::npos || eq == key_start)
+        return bad("--metrics-config option format is '[<group>,]<setting>=<value>'. Got " + a);
+      const std::string key = a.substr(key_start, eq - key_start), value = a.substr(eq + 1);
+      auto boolean = [&](bool& into) {
+        if (value == "true" || value == "1") into = true;
+        else if (value == "false" || value == "0") into = false;
+        else return false;
+        return true;
+      };
+      if (key == "summary_latencies" || key == "counter_latencies") {
+        if (!boolean(key == "summary_latencies" ? o.summary_latencies : o.counter_latencies))
+          return bad("invalid value for --metrics-config " + key + ": " + value);
+      } else if (key == "summary_quantiles") {
+        // <quantile>:<error>[,<quantile>:<error>...]; the error bound is not needed here.
+        o.summary_quantiles.clear();
+        std::string_view rest = value;
+        while (!rest.empty()) {
+          const auto next = rest.find(',');
+          const std::string_view pair = rest.substr(0, next);
+          const auto colon = pair.find(':');
+          double q = -1;
+          const std::string_view qs = pair.substr(0, colon);
+          const auto [end, ec] = std::from_chars(qs.data(), qs.data() + qs.size(), q);
+          if (colon == std::string_view::npos || ec != std::errc{} || end != qs.data() + qs.size() || q < 0 || q > 1 ||
+              !is_number(pair.substr(colon + 1)))
+            return bad("invalid value for --metrics-config summary_quantiles: " + value);
+          o.summary_quantiles.push_back(q);
+          rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
+        }
+      } else {
+        o.inert.push_back("--metrics-config " + a + " has no effect: not a setting of these metrics");
+      }
     }
   if (int rc = restrict("http-restricted-api", "api", o.http_restricted); rc >= 0) return rc;
   if (int rc = restrict("grpc-restricted-protocol", "protocol", o.grpc_restricted); rc >= 0) return rc;

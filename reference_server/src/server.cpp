@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <charconv>
 #include <thread>
 
@@ -138,11 +139,55 @@ bool server_state::ready() const {
 
 // --- metrics -------------------------------------------------------------------------------
 
+namespace {
+// A double as Prometheus clients print it: the shortest text that reads back the same.
+std::string shortest(double d) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+}  // namespace
+
+// CPU utilisation since the previous scrape (/proc/stat: time not idle over all time), and
+// memory in use (/proc/meminfo: MemTotal - MemAvailable).
+server_state::cpu_sample server_state::cpu_metrics() const {
+  cpu_sample out;
+  std::ifstream stat("/proc/stat");
+  std::string label;
+  std::uint64_t v[10] = {};
+  stat >> label;
+  for (auto& x : v) stat >> x;
+  if (label == "cpu") {
+    const std::uint64_t idle = v[3] + v[4];
+    std::uint64_t total = 0;
+    for (int i = 0; i < 8; ++i) total += v[i];  // guest time is already in user and nice
+    std::lock_guard lock(cpu_mu_);
+    const std::uint64_t dt = total - cpu_total_, didle = idle - cpu_idle_;
+    out.utilization = dt > 0 ? static_cast<double>(dt - std::min(didle, dt)) / static_cast<double>(dt) : 0.0;
+    cpu_total_ = total;
+    cpu_idle_ = idle;
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0, total_kb = 0, available_kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb) {
+    std::getline(meminfo, unit);
+    if (key == "MemTotal:") total_kb = kb;
+    else if (key == "MemAvailable:") available_kb = kb;
+  }
+  out.memory_total = total_kb * 1024;
+  out.memory_used = (total_kb - std::min(available_kb, total_kb)) * 1024;
+  return out;
+}
+
 std::string server_state::metrics_text() const {
   struct row {
     std::string model, version, labels;
     v2::model_statistics s;
     std::uint64_t rejected = 0, backend = 0;
+    std::int64_t pending = 0;
+    std::array<std::vector<double>, version_stats::duration_kinds> recent;
   };
   std::vector<row> rows;
   for (const auto& v : repository.ready_versions()) {
@@ -153,6 +198,8 @@ std::string server_state::metrics_text() const {
     r.labels = r.model + "," + r.version;
     r.rejected = v->stats.failures_rejected();
     r.backend = v->stats.failures_backend();
+    r.pending = std::max<std::int64_t>(0, v->stats.pending());
+    if (opts.summary_latencies) r.recent = v->stats.recent();
     rows.push_back(std::move(r));
   }
   std::string out;
@@ -165,6 +212,9 @@ std::string server_state::metrics_text() const {
       out.append(std::to_string(value(r))).append("\n");
     }
   };
+  out.append("# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting "
+             "execution per-model.\n# TYPE nv_inference_pending_request_count gauge\n");
+  for (const auto& r : rows) out.append("nv_inference_pending_request_count{" + r.labels + "} " + std::to_string(r.pending) + "\n");
   family("nv_inference_request_success", "counter",
          "Number of successful inference requests, all batch sizes",
          [](const row& r) { return r.s.inference_stats.success.count; });
@@ -180,6 +230,7 @@ std::string server_state::metrics_text() const {
   family("nv_inference_exec_count", "counter",
          "Number of model executions performed (does not include cached requests)",
          [](const row& r) { return r.s.execution_count; });
+  if (opts.counter_latencies) {
   family("nv_inference_request_duration_us", "counter",
          "Cumulative inference request duration in microseconds (includes cached requests)",
          [](const row& r) { return r.s.inference_stats.success.ns / 1000; });
@@ -195,6 +246,46 @@ std::string server_state::metrics_text() const {
   family("nv_inference_compute_output_duration_us", "counter",
          "Cumulative inference compute output duration in microseconds (does not include cached requests)",
          [](const row& r) { return r.s.inference_stats.compute_output.ns / 1000; });
+  }
+  if (opts.summary_latencies) {
+    // Summaries over the most recent requests of each version (version_stats::recent_window);
+    // _count and _sum cover every request since the version loaded.
+    const std::pair<const char*, const char*> kinds[] = {
+        {"nv_inference_request_summary_us", "Summary of inference request duration in microseconds (includes cached requests)"},
+        {"nv_inference_queue_summary_us", "Summary of inference queuing duration in microseconds (includes cached requests)"},
+        {"nv_inference_compute_input_summary_us", "Summary of compute input duration in microseconds (does not include cached requests)"},
+        {"nv_inference_compute_infer_summary_us", "Summary of compute inference duration in microseconds (does not include cached requests)"},
+        {"nv_inference_compute_output_summary_us", "Summary of inference compute output duration in microseconds (does not include cached requests)"}};
+    for (std::size_t k = 0; k < version_stats::duration_kinds; ++k) {
+      const auto [name, help] = kinds[k];
+      out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name).append(" summary\n");
+      for (auto& r : rows) {
+        const auto& d = k == 0 ? r.s.inference_stats.success
+                        : k == 1 ? r.s.inference_stats.queue
+                        : k == 2 ? r.s.inference_stats.compute_input
+                        : k == 3 ? r.s.inference_stats.compute_infer
+                                 : r.s.inference_stats.compute_output;
+        out.append(name).append("_count{").append(r.labels).append("} ").append(std::to_string(d.count)).append("\n");
+        out.append(name).append("_sum{").append(r.labels).append("} ").append(std::to_string(d.ns / 1000)).append("\n");
+        auto& values = r.recent[k];
+        std::sort(values.begin(), values.end());
+        for (double q : opts.summary_quantiles) {
+          std::string v = "NaN";
+          if (!values.empty()) v = shortest(values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]);
+          out.append(name).append("{").append(r.labels).append(",quantile=\"").append(shortest(q)).append("\"} ").append(v).append("\n");
+        }
+      }
+    }
+  }
+  if (opts.allow_cpu_metrics) {
+    const cpu_sample c = cpu_metrics();
+    out.append("# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]\n# TYPE nv_cpu_utilization gauge\n"
+               "nv_cpu_utilization " + shortest(c.utilization) + "\n");
+    out.append("# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes\n# TYPE nv_cpu_memory_total_bytes gauge\n"
+               "nv_cpu_memory_total_bytes " + std::to_string(c.memory_total) + "\n");
+    out.append("# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes\n# TYPE nv_cpu_memory_used_bytes gauge\n"
+               "nv_cpu_memory_used_bytes " + std::to_string(c.memory_used) + "\n");
+  }
   // Our own: copies between host and GPU memory made to stage tensors (0 on the zero-copy path).
   out.append("# HELP inferwire_gpu_host_copies Copies between host and GPU memory made to stage tensors\n"
              "# TYPE inferwire_gpu_host_copies counter\n"

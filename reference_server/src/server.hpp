@@ -110,6 +110,17 @@ struct server_state {
  public:
   /// The Prometheus text of every metric.
   std::string metrics_text() const;
+
+ private:
+  struct cpu_sample {
+    double utilization = 0;
+    std::uint64_t memory_total = 0;
+    std::uint64_t memory_used = 0;
+  };
+  cpu_sample cpu_metrics() const;
+  mutable std::mutex cpu_mu_;
+  mutable std::uint64_t cpu_total_ = 0;  ///< /proc/stat at the previous scrape
+  mutable std::uint64_t cpu_idle_ = 0;
 };
 
 /// Listens for HTTP (v2 endpoints) or metrics connections. Returns the bound port.

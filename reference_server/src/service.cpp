@@ -265,7 +265,9 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
     return done(execute_guarded(*call, nullptr));
   auto& pool = s_.execution;
+  call->model->stats.enqueued();
   auto work = [call, hooks, done, &pool] {
+    call->model->stats.dequeued();
     status st;
     // A request that waited in the queue while its client gave up is not executed.
     if (hooks.cancelled && hooks.cancelled()) {
@@ -281,8 +283,10 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
     call->model->instances.release(pool);
     done(std::move(st));
   };
-  if (!call->model->instances.submit(s_.execution, std::move(work)))
-    done(failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
+  if (!call->model->instances.submit(s_.execution, std::move(work))) {
+    call->model->stats.dequeued();
+    return done(failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
+  }
 }
 
 }  // namespace inferwire::server

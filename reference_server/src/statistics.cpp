@@ -29,6 +29,17 @@ void version_stats::record_success(std::uint64_t batch_size, const durations& d)
   add(b.compute_input, d.input_ns);
   add(b.compute_infer, d.infer_ns);
   add(b.compute_output, d.output_ns);
+  const std::size_t slot = recent_count_++ % recent_window;
+  const std::uint64_t ns[duration_kinds] = {d.request_ns, d.queue_ns, d.input_ns, d.infer_ns, d.output_ns};
+  for (std::size_t k = 0; k < duration_kinds; ++k) recent_[k][slot] = static_cast<double>(ns[k]) / 1000.0;
+}
+
+std::array<std::vector<double>, version_stats::duration_kinds> version_stats::recent() const {
+  std::lock_guard lock(mu_);
+  const std::size_t n = std::min(recent_count_, recent_window);
+  std::array<std::vector<double>, duration_kinds> out;
+  for (std::size_t k = 0; k < duration_kinds; ++k) out[k].assign(recent_[k].begin(), recent_[k].begin() + n);
+  return out;
 }
 
 void version_stats::record_failure(std::uint64_t request_ns, bool backend) {

@@ -4,11 +4,14 @@
 
 #include <inferwire/v2/types.hpp>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace inferwire::server {
 
@@ -33,7 +36,22 @@ class version_stats {
   std::uint64_t failures_rejected() const;
   std::uint64_t failures_backend() const;
 
+  /// Requests handed to the execution pool and not yet running
+  /// (nv_inference_pending_request_count).
+  void enqueued() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
+  void dequeued() noexcept { pending_.fetch_sub(1, std::memory_order_relaxed); }
+  std::int64_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+
+  /// The durations of the most recent successful requests, in microseconds, for the summary
+  /// metrics: request, queue, compute input, compute infer, compute output.
+  static constexpr std::size_t recent_window = 1024;
+  static constexpr std::size_t duration_kinds = 5;
+  std::array<std::vector<double>, duration_kinds> recent() const;
+
  private:
+  std::atomic<std::int64_t> pending_{0};
+  std::array<std::array<double, recent_window>, duration_kinds> recent_{};
+  std::size_t recent_count_ = 0;  ///< successes recorded (the ring's next slot is count % window)
   mutable std::mutex mu_;
   v2::infer_statistics inference_;
   std::uint64_t inference_count_ = 0;
