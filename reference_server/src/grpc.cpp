@@ -333,6 +333,10 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       status st = guarded([&] { return svc_.prepare(request_, *call); });
       empty_final_ = call->request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
       if (st) return answered(*call, std::move(st));
+      if (call->trace) {
+        call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
+        call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
+      }
       decoupled_ = call->model->config->decoupled;
       sink_ = [this](v2::infer_response&& resp) { return send(resp, false, true); };
       svc_.execute(call, ctx_, decoupled_ ? &sink_ : nullptr,
@@ -382,6 +386,17 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     // The request finished (or failed before running): its final response or its error, then
     // the next request.
     void answered(const infer_call& call, status st) {
+      // A traced request is written once its final response or error is queued.
+      struct trace_done {
+        trace_registry& traces;
+        trace_record* trace;
+        ~trace_done() {
+          if (!trace) return;
+          trace->stamp_now("GRPC_SEND_END");
+          traces.finish(*trace);
+        }
+      } traced{svc_.svc_.state().traces, call.trace.get()};
+      if (call.trace) call.trace->stamp_now("GRPC_SEND_START");
       if (!st) {
         if (!decoupled_ || empty_final_) send(call.response, true, false);
         return read_next();

@@ -111,7 +111,7 @@ http_call infer_http(const infer_spec& s) {
   return {"POST", "/v2/models/" + s.model + "/infer", body};
 }
 
-rpc_call infer_grpc(const infer_spec& s) {
+inference::ModelInferRequest infer_request_of(const infer_spec& s) {
   inference::ModelInferRequest q;
   q.set_model_name(s.model);
   for (const auto& t : s.inputs) {
@@ -130,8 +130,10 @@ rpc_call infer_grpc(const infer_spec& s) {
   }
   for (const auto& o : s.outputs) q.add_outputs()->set_name(o);
   if (s.sequence_id) (*q.mutable_parameters())["sequence_id"].set_uint64_param(*s.sequence_id);
-  return rpc(&Stub::ModelInfer, q);
+  return q;
 }
+
+rpc_call infer_grpc(const infer_spec& s) { return rpc(&Stub::ModelInfer, infer_request_of(s)); }
 
 // --- the table -----------------------------------------------------------------------------------
 
@@ -468,6 +470,17 @@ TEST_CASE("parity: gRPC inferences are traced with gRPC's timestamp names", "[pa
     auto stub = inference::GRPCInferenceService::NewStub(
         grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
     for (int i = 0; i < 2; ++i) CHECK(infer_grpc(infer_spec{})(*stub, {}).code == 0);
+    {
+      // And a request on a stream.
+      grpc::ClientContext ctx;
+      auto stream = stub->ModelStreamInfer(&ctx);
+      REQUIRE(stream->Write(infer_request_of(infer_spec{})));
+      inference::ModelStreamInferResponse response;
+      REQUIRE(stream->Read(&response));
+      CHECK(response.error_message().empty());
+      stream->WritesDone();
+      CHECK(stream->Finish().ok());
+    }
     stub.reset();  // no open channel for the shutdown to wait for
     CHECK(s.stop() == 0);
   }
@@ -475,7 +488,7 @@ TEST_CASE("parity: gRPC inferences are traced with gRPC's timestamp names", "[pa
   std::stringstream text;
   text << in.rdbuf();
   const auto traces = boost::json::parse(text.str()).as_array();
-  REQUIRE(traces.size() == 2);
+  REQUIRE(traces.size() == 3);
   for (const auto& t : traces) {
     std::vector<std::string> names;
     for (const auto& ts : t.at("timestamps").as_array()) names.emplace_back(ts.at("name").as_string());
