@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     s.log.log_error(text + " (--exit-on-error=false: serving, not live and not ready)");
     s.failed_to_initialize = true;
   }
-  bool loaded = s.repository.startup(s.opts.load_models);
+  bool loaded = s.repository.startup(s.opts.load_models, s.opts.model_load_thread_count);
   s.log.log_info(model_table(s.repository));
   s.log.log_info(options_table(s.opts));
   if (!loaded && s.opts.exit_on_error) {

@@ -225,7 +225,7 @@ int parse_options(int argc, char** argv, options& o) {
       ("metrics-interval-ms", number(&o.metrics_interval_ms, "metrics-interval-ms"),
        "accepted; every metric is read when it is scraped")
       ("model-load-thread-count", number(&o.model_load_thread_count, "model-load-thread-count", 1u, 1024u),
-       "accepted; models load one after another")
+       "models loaded in parallel at start-up (ensembles after them)")
       ("strict-model-config", flag(&o.strict_model_config), "model configurations must be complete (always so here)")
       ("disable-auto-complete-config", po::bool_switch(), "same as --strict-model-config=true")
       ("http-restricted-api", po::value<std::vector<std::string>>()->composing(),
@@ -383,8 +383,6 @@ int parse_options(int argc, char** argv, options& o) {
   }
   if (!o.strict_model_config && vm.count("strict-model-config") && !vm["strict-model-config"].defaulted())
     o.inert.push_back("--strict-model-config=false has no effect: configurations are never completed from model files");
-  if (!vm["model-load-thread-count"].defaulted())
-    o.inert.push_back("--model-load-thread-count has no effect: models load one after another");
   if (!vm["metrics-interval-ms"].defaulted())
     o.inert.push_back("--metrics-interval-ms has no effect: every metric is read when it is scraped");
   return -1;

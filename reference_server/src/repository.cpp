@@ -1,6 +1,7 @@
 #include "repository.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <set>
@@ -513,7 +514,7 @@ status model_repository::unload(std::string_view name, bool unload_dependents) {
   return unload_locked(std::string(name), unload_dependents);
 }
 
-bool model_repository::startup(const std::vector<std::string>& load_models) {
+bool model_repository::startup(const std::vector<std::string>& load_models, unsigned threads) {
   std::lock_guard control(control_mu_);
   std::vector<std::string> names;
   if (mode_ != control_mode::explicit_ ||
@@ -521,8 +522,31 @@ bool model_repository::startup(const std::vector<std::string>& load_models) {
     names = scan_names();
   else
     names = load_models;
-  bool ok = true;
+  // Ensembles last, one at a time: they load the composing models they still miss, and two of
+  // them may share a step. Every other model loads on its own, `threads` at a time.
+  std::vector<std::string> plain, ensembles;
   for (const auto& n : names) {
+    const located l = locate(n);
+    model_config c;
+    const bool ensemble = l.count == 1 && !load_model_config(l.dir, n, c) && c.proto.platform() == "ensemble";
+    (ensemble ? ensembles : plain).push_back(n);
+  }
+  std::atomic<bool> ok{true};
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < plain.size();) {
+      if (auto st = load_locked(plain[i], std::nullopt, {}, false)) {
+        log_(true, st.message());
+        ok = false;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), plain.size());
+  for (std::size_t t = 1; t < extra; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& n : ensembles) {
     if (auto st = load_locked(n, std::nullopt, {}, false)) {
       log_(true, st.message());
       ok = false;

@@ -64,8 +64,9 @@ class model_repository {
   ~model_repository();
 
   /// Startup loading: every model (none, poll) or the `--load-model` names (explicit; `*` =
-  /// all). Returns false when some model failed to load.
-  bool startup(const std::vector<std::string>& load_models);
+  /// all), `threads` models at a time (--model-load-thread-count); ensembles load after the
+  /// others. Returns false when some model failed to load.
+  bool startup(const std::vector<std::string>& load_models, unsigned threads = 1);
 
   /// Explicit-mode load (§6.4) with an optional config override and `file:` contents.
   status load(std::string_view name, const v2::repository_load_request& request);

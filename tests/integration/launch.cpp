@@ -181,3 +181,19 @@ TEST_CASE("restricted APIs: each category over HTTP needs its header", "[launch]
   r = request(s.http_port(), "POST", "/v2/models/simple/infer", "{not json");
   CHECK(r.status == 403);
 }
+
+TEST_CASE("model loading: --model-load-thread-count loads models in parallel, ensembles after their steps", "[cli][launch]") {
+  for (const char* threads : {"1", "8"}) {
+    CAPTURE(threads);
+    server_process s({"--model-repository", models(), "--model-repository",
+                      INFERWIRE_SOURCE_DIR "/reference_server/models_ensemble", "--model-load-thread-count", threads},
+                     false);
+    // Strict readiness: every model, the ensemble included, is READY.
+    CHECK(request(s.http_port(), "GET", "/v2/health/ready").status == 200);
+    auto index = request(s.http_port(), "POST", "/v2/repository/index", "");
+    REQUIRE(index.status == 200);
+    CHECK(index.body.find("UNAVAILABLE") == std::string::npos);
+    CHECK(index.body.find(R"("name":"simple_ensemble","version":"1","state":"READY")") != std::string::npos);
+    CHECK(request(s.http_port(), "GET", "/v2/models/simple_ensemble/ready").status == 200);
+  }
+}
