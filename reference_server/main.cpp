@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& line : s.opts.inert) s.log.log_info(line);
+  if (s.opts.allow_metrics && s.opts.allow_gpu_metrics) {
+    s.gpu_metrics = std::make_unique<nvml_metrics>();
+    s.log.log_info(s.gpu_metrics->available() ? "Collecting metrics for the GPUs NVML reports"
+                                              : "no GPU metrics: " + s.gpu_metrics->why_not());
+    if (!s.gpu_metrics->available()) s.gpu_metrics.reset();
+  }
   // A repository that is missing or unreadable fails the start-up, as in tritonserver; with
   // --exit-on-error=false the server goes on, answering but neither live nor ready.
   if (auto st = check_repositories(s.opts.model_repositories)) {

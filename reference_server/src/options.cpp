@@ -141,8 +141,6 @@ const std::vector<inert_flag>& inert_flags() {
        [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
       {"enable-peer-access", "GPU peer access is left as the CUDA runtime sets it", false,
        [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
-      {"allow-gpu-metrics", "GPU metrics are not collected", false,
-       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
       {"grpc-infer-allocation-pool-size", "responses are not pooled", false,
        [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
       {"grpc-max-response-pool-size", "responses are not pooled", false,
@@ -233,6 +231,7 @@ int parse_options(int argc, char** argv, options& o) {
       ("grpc-restricted-protocol", po::value<std::vector<std::string>>()->composing(),
        "<protocol>[,<protocol>...]:<key>=<value>: those RPCs need header triton-grpc-protocol-<key> (repeatable)")
       ("allow-cpu-metrics", flag(&o.allow_cpu_metrics), "CPU utilisation and memory metrics")
+      ("allow-gpu-metrics", flag(&o.allow_gpu_metrics), "GPU metrics from NVML, when the driver and a GPU are there")
       ("metrics-config", po::value<std::vector<std::string>>()->composing(),
        "summary_latencies=<bool>, summary_quantiles=<q>:<error>[,...], counter_latencies=<bool> (repeatable)")
       ("trace-config", po::value<std::vector<std::string>>()->composing(),

@@ -45,6 +45,7 @@ struct options {
   std::string metrics_address;  ///< empty: the HTTP address
   unsigned metrics_interval_ms = 2000;
   bool allow_cpu_metrics = true;
+  bool allow_gpu_metrics = true;
   bool summary_latencies = false;  ///< --metrics-config summary_latencies
   bool counter_latencies = true;   ///< --metrics-config counter_latencies
   std::vector<double> summary_quantiles{0.5, 0.9, 0.95, 0.99};

@@ -139,15 +139,6 @@ bool server_state::ready() const {
 
 // --- metrics -------------------------------------------------------------------------------
 
-namespace {
-// A double as Prometheus clients print it: the shortest text that reads back the same.
-std::string shortest(double d) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, d);
-  return std::string(buf, r.ptr);
-}
-}  // namespace
-
 // CPU utilisation since the previous scrape (/proc/stat: time not idle over all time), and
 // memory in use (/proc/meminfo: MemTotal - MemAvailable).
 server_state::cpu_sample server_state::cpu_metrics() const {
@@ -271,8 +262,8 @@ std::string server_state::metrics_text() const {
         std::sort(values.begin(), values.end());
         for (double q : opts.summary_quantiles) {
           std::string v = "NaN";
-          if (!values.empty()) v = shortest(values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]);
-          out.append(name).append("{").append(r.labels).append(",quantile=\"").append(shortest(q)).append("\"} ").append(v).append("\n");
+          if (!values.empty()) v = prometheus_number(values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]);
+          out.append(name).append("{").append(r.labels).append(",quantile=\"").append(prometheus_number(q)).append("\"} ").append(v).append("\n");
         }
       }
     }
@@ -280,12 +271,13 @@ std::string server_state::metrics_text() const {
   if (opts.allow_cpu_metrics) {
     const cpu_sample c = cpu_metrics();
     out.append("# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]\n# TYPE nv_cpu_utilization gauge\n"
-               "nv_cpu_utilization " + shortest(c.utilization) + "\n");
+               "nv_cpu_utilization " + prometheus_number(c.utilization) + "\n");
     out.append("# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes\n# TYPE nv_cpu_memory_total_bytes gauge\n"
                "nv_cpu_memory_total_bytes " + std::to_string(c.memory_total) + "\n");
     out.append("# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes\n# TYPE nv_cpu_memory_used_bytes gauge\n"
                "nv_cpu_memory_used_bytes " + std::to_string(c.memory_used) + "\n");
   }
+  if (gpu_metrics) out.append(gpu_metrics->text());
   // Our own: copies between host and GPU memory made to stage tensors (0 on the zero-copy path).
   out.append("# HELP inferwire_gpu_host_copies Copies between host and GPU memory made to stage tensors\n"
              "# TYPE inferwire_gpu_host_copies counter\n"

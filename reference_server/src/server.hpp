@@ -4,6 +4,7 @@
 #pragma once
 
 #include "logger.hpp"
+#include "nvml.hpp"
 #include "options.hpp"
 #include "repository.hpp"
 #include "shm_registry.hpp"
@@ -96,6 +97,8 @@ struct server_state {
   byte_budget body_budget;
   /// The largest body one request may have: max(1 GiB, 4 x --http-max-input-size).
   std::uint64_t max_body_size() const noexcept;
+  /// NVML's GPU metrics (--allow-gpu-metrics), when the driver's library and a GPU are there.
+  std::unique_ptr<nvml_metrics> gpu_metrics;
   std::atomic<bool> exiting{false};
   /// A model repository could not be read at start-up and --exit-on-error=false: the server
   /// serves metadata but is neither live nor ready.

@@ -28,8 +28,12 @@ def check(cond, what):
         print("FAILED:", what)
 
 
+logs = []
+
+
 def start(extra):
     log_path = os.path.join(work, "server-%d.log" % len(os.listdir(work)))
+    logs.append(log_path)
     log = open(log_path, "w")
     proc = subprocess.Popen([server_bin, "--model-repository", os.path.join(source, "reference_server/models"),
                              "--http-address", "127.0.0.1", "--http-port", "0", "--metrics-port", "0",
@@ -100,6 +104,17 @@ try:
     used = sample(after, "nv_cpu_memory_used_bytes")
     check(total is not None and total > 0 and 0 < used <= total, "CPU memory used within total")
     check("nv_inference_request_summary_us" not in after, "no summaries unless asked for")
+    # GPU metrics come from NVML when the driver's library and a GPU are there; otherwise the
+    # log says why and there are none.
+    if "no GPU metrics:" in open(logs[-1]).read():
+        check(not any(f.startswith("nv_gpu_") for f in after), "no GPU families without NVML")
+    else:
+        for family in ("nv_gpu_utilization", "nv_gpu_memory_total_bytes", "nv_gpu_memory_used_bytes",
+                       "nv_gpu_power_usage", "nv_gpu_power_limit"):
+            check(family in after and after[family].type == "gauge" and after[family].samples, family + " per GPU")
+        if "nv_gpu_utilization" in after:
+            check(all(0 <= s.value <= 1 and s.labels.get("gpu_uuid", "").startswith("GPU-")
+                      for s in after["nv_gpu_utilization"].samples), "GPU utilisation in [0, 1] by UUID")
 finally:
     proc.terminate()
     proc.wait()
