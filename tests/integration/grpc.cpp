@@ -549,6 +549,34 @@ class live_service final : public inference::GRPCInferenceService::Service {
 };
 }  // namespace
 
+TEST_CASE("grpc: the server over TLS with --grpc-use-ssl", "[grpc][tls][launch]") {
+  test_certificate cert;
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--grpc-use-ssl=true", "--grpc-server-cert",
+                    cert.cert(), "--grpc-server-key", cert.key()});
+  ig::channel_options o;
+  o.target = "localhost:" + std::to_string(s.grpc_port());
+  o.tls = true;
+  o.root_certificates = file_text(cert.cert());
+  ig::call_options co;
+  co.timeout = std::chrono::seconds(5);
+  ig::client tls(o);
+  CHECK(tls.server_live(co));
+  CHECK(is_simple_metadata(tls.model_metadata("simple", "", co)));
+  // A plaintext client does not get through.
+  ig::channel_options plain;
+  plain.target = "127.0.0.1:" + std::to_string(s.grpc_port());
+  std::error_code ec;
+  CHECK_FALSE(ig::client(plain).server_live(ec, co));
+  CHECK(ig::status_code(ec) == UNAVAILABLE);
+  // Key files that cannot be read stop the start-up.
+  std::string out;
+  CHECK(run_server_once({"--model-repository", repo("reference_server/models"), "--http-port", "0", "--metrics-port",
+                         "0", "--grpc-port", "0", "--grpc-use-ssl=true", "--grpc-server-cert", "/no/cert.pem",
+                         "--grpc-server-key", cert.key()},
+                        out) == 1);
+  CHECK(out.find("cannot read --grpc-server-cert '/no/cert.pem'") != std::string::npos);
+}
+
 TEST_CASE("grpc: TLS channel credentials with a certificate made at test time", "[grpc][tls]") {
   test_certificate cert;
   grpc::SslServerCredentialsOptions ssl;

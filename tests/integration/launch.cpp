@@ -197,3 +197,69 @@ TEST_CASE("model loading: --model-load-thread-count loads models in parallel, en
     CHECK(request(s.http_port(), "GET", "/v2/models/simple_ensemble/ready").status == 200);
   }
 }
+
+TEST_CASE("each tritonserver flag, as Triton's QA scripts pass it, starts the server", "[cli][launch]") {
+  const std::vector<std::vector<std::string>> lines = {
+      {"--strict-model-config=false"},
+      {"--strict-model-config=true"},
+      {"--disable-auto-complete-config"},
+      {"--backend-directory=/opt/tritonserver/backends"},
+      {"--backend-config=tensorflow,version=2"},
+      {"--backend-config=python,shm-region-prefix-name=prefix0_"},
+      {"--repoagent-directory=/opt/tritonserver/repoagents"},
+      {"--model-load-thread-count=1"},
+      {"--model-load-retry-count=2"},
+      {"--model-namespacing=false"},
+      {"--enable-peer-access=false"},
+      {"--rate-limit=off"},
+      {"--rate-limit=execution_count", "--rate-limit-resource=resource1:4", "--rate-limit-resource=resource2:2:0"},
+      {"--pinned-memory-pool-byte-size=268435456"},
+      {"--cuda-memory-pool-byte-size=0:67108864"},
+      {"--cuda-virtual-address-size=0:1073741824"},
+      {"--min-supported-compute-capability=7.0"},
+      {"--buffer-manager-thread-count=2"},
+      {"--host-policy=cpu_policy,numa-node=0"},
+      {"--model-load-gpu-limit=0:0.5"},
+      {"--cache-config=local,size=1048576"},
+      {"--cache-directory=/opt/tritonserver/caches"},
+      {"--response-cache-byte-size=0"},
+      {"--trace-config=triton,file=/tmp/iw-launch-trace.json", "--trace-config=level=OFF"},
+      {"--trace-config=mode=triton", "--trace-config=rate=100", "--trace-config=count=-1",
+       "--trace-config=triton,log-frequency=50"},
+      {"--trace-config=opentelemetry,url=localhost:4318/v1/traces"},
+      {"--metrics-config=summary_latencies=true"},
+      {"--metrics-config=histogram_latencies=true"},
+      {"--metrics-interval-ms=500"},
+      {"--allow-gpu-metrics=false"},
+      {"--allow-cpu-metrics=false"},
+      {"--metrics-address=127.0.0.1"},
+      {"--http-header-forward-pattern=(nv|NV)-.*"},
+      {"--http-restricted-api=model-repository:admin-key=admin-value"},
+      {"--reuse-http-port=true"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-address=127.0.0.1"},
+      {"--allow-grpc=true", "--grpc-port=0", "--reuse-grpc-port=true"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-infer-response-compression-level=high"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-keepalive-time=10000", "--grpc-keepalive-timeout=5000",
+       "--grpc-keepalive-permit-without-calls=true", "--grpc-http2-max-pings-without-data=0",
+       "--grpc-http2-min-recv-ping-interval-without-data=5000", "--grpc-http2-max-ping-strikes=0"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-max-connection-age=60000",
+       "--grpc-max-connection-age-grace=5000"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-restricted-protocol=shared-memory,model-repository:admin-key=v"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-header-forward-pattern=(nv|NV)-.*"},
+      {"--allow-grpc=true", "--grpc-port=0", "--grpc-infer-allocation-pool-size=8"},
+      {"--allow-sagemaker=false"},
+      {"--allow-vertex-ai=false"},
+      {"--log-format=ISO8601"},
+      {"--log-verbose=1"},
+      {"--exit-timeout-secs=10"},
+      {"--strict-readiness=false"},
+  };
+  for (const auto& flags : lines) {
+    CAPTURE(flags);
+    std::vector<std::string> args = {"--model-repository", models()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    server_process s(args, false);
+    CHECK(request(s.http_port(), "GET", "/v2/health/live").status == 200);
+    CHECK(s.stop() == 0);
+  }
+}
