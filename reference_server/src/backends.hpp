@@ -27,6 +27,8 @@
 
 namespace inferwire::server {
 
+struct trace_record;
+
 /// State a sequence keeps between its requests.
 struct sequence_state {
   std::int64_t accumulator = 0;
@@ -47,6 +49,8 @@ struct execution {
   /// Shared-memory destinations of outputs, by name. A backend may write an output straight
   /// into its destination; the output's data then views the destination.
   std::span<const std::pair<std::string, placement>> output_places;
+  /// The request's trace record when it is traced (ensembles trace their steps under it).
+  trace_record* trace = nullptr;
   /// Decoupled models: sends one response made of `outputs` (set by the frontend).
   std::function<status(std::vector<v2::infer_output>&&)> respond;
 

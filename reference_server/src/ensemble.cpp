@@ -1,6 +1,7 @@
 // Ensembles (platform "ensemble"): the steps of ensemble_scheduling run over the repository's
 // models, in dataflow order, passing tensors by name through input_map/output_map.
 #include "inference.hpp"
+#include "trace.hpp"
 
 #include <deque>
 #include <map>
@@ -37,7 +38,7 @@ class ensemble_backend final : public backend {
         bool ready = true;
         for (const auto& kv : step.input_map()) ready &= tensors.count(kv.second) != 0;
         if (!ready) continue;
-        if (auto st = run_step(step, tensors, requests, responses)) return st;
+        if (auto st = run_step(step, tensors, requests, responses, e.trace)) return st;
         done[static_cast<std::size_t>(i)] = true;
         --remaining;
         progressed = true;
@@ -64,7 +65,7 @@ class ensemble_backend final : public backend {
   status run_step(const inference::ModelEnsembling::Step& step,
                   std::map<std::string, v2::infer_input, std::less<>>& tensors,
                   std::deque<v2::infer_request>& requests,
-                  std::deque<v2::infer_response>& responses) const {
+                  std::deque<v2::infer_response>& responses, trace_record* parent) const {
     status st;
     const std::string version =
         step.model_version() > 0 ? std::to_string(step.model_version()) : std::string();
@@ -91,7 +92,15 @@ class ensemble_backend final : public backend {
     request_clock times;
     times.received = times.queued = clock::now();
     auto& res = responses.emplace_back();
-    if (auto xs = execute_request(*model, req, batch, times, res)) return xs;
+    // A traced ensemble request traces each step as its child (parent_id).
+    std::shared_ptr<trace_record> child;
+    if (parent && parent->registry) child = parent->registry->child(*parent, model->name, model->version);
+    const status xs = execute_request(*model, req, batch, times, res, nullptr, nullptr, child.get());
+    if (child) {
+      stamp_core(*child, times);
+      child->registry->finish(*child);
+    }
+    if (xs) return xs;
     for (const auto& [model_output, tensor] : step.output_map()) {
       const v2::infer_output* o = res.output(model_output);
       if (!o) continue;

@@ -1,5 +1,6 @@
 #include "inference.hpp"
 #include "gpu.hpp"
+#include "trace.hpp"
 
 #include <inferwire/core/bytes.hpp>
 #include <inferwire/core/shape.hpp>
@@ -344,7 +345,9 @@ class request_run {
   request_run(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
               const tensor_places* places)
       : model_(model), c_(*model.config), r_(r), places_(places),
-        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}} {}
+        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, nullptr, {}} {}
+
+  void traced_by(trace_record* t) noexcept { e_.trace = t; }
 
   // Shared-memory places; a CPU instance gets inputs in device memory copied to the host.
   status stage_inputs() {
@@ -557,7 +560,7 @@ class request_run {
 
 status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
                        request_clock& times, v2::infer_response& response,
-                       const tensor_places* places, const response_sink* on_response) {
+                       const tensor_places* places, const response_sink* on_response, trace_record* trace) {
   version_stats::durations d;
   const auto start = times.compute_start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
@@ -566,6 +569,7 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
     return st;
   };
   request_run run(model, r, batch_size, places);
+  run.traced_by(trace);
   if (auto st = run.stage_inputs()) return fail(st, false);
   if (auto st = run.begin_sequence()) return fail(st, false);
   if (auto st = run.connect_responses(on_response)) return fail(st, false);
@@ -580,6 +584,16 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   d.request_ns = ns_between(times.received, done);
   model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);
   return {};
+}
+
+void stamp_core(trace_record& t, const request_clock& times) {
+  t.stamp("REQUEST_START", times.received);
+  t.stamp("QUEUE_START", times.queued);
+  t.stamp("COMPUTE_START", times.compute_start);
+  t.stamp("COMPUTE_INPUT_END", times.compute_input_end);
+  t.stamp("COMPUTE_OUTPUT_START", times.compute_output_start);
+  t.stamp("COMPUTE_END", times.compute_end);
+  t.stamp_now("REQUEST_END");
 }
 
 bool runs_inline(const model_version& model, const v2::infer_request& request, const tensor_places& places) {

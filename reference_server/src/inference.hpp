@@ -28,6 +28,10 @@ struct request_clock {
   clock::time_point compute_end;
 };
 
+/// Stamps the core's part of a traced request, REQUEST_START to REQUEST_END (now), from its
+/// clock, in Triton's names.
+void stamp_core(trace_record& trace, const request_clock& times);
+
 /// The shared-memory places of one request's tensors, and the leases that keep their regions
 /// registered until the request is done.
 struct tensor_places {
@@ -63,7 +67,7 @@ using response_sink = std::function<bool(v2::infer_response&&)>;
 status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, request_clock& times,
                        v2::infer_response& response, const tensor_places* places = nullptr,
-                       const response_sink* on_response = nullptr);
+                       const response_sink* on_response = nullptr, trace_record* trace = nullptr);
 
 /// Whether a request is small enough to execute on the thread that received it (HTTP I/O
 /// thread, gRPC handler thread) instead of the execution pool: models without an artificial

@@ -22,7 +22,7 @@ status cancelled_status() { return {errc::cancelled, "the client cancelled the r
 status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
   try {
     return execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
-                           &call.places, sink);
+                           &call.places, sink, call.trace.get());
   } catch (const std::bad_alloc&) {
     return {errc::internal, "failed to allocate memory for the request"};
   } catch (const std::exception& e) {
@@ -34,13 +34,7 @@ status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
 // and, at level TENSORS, the outputs.
 void stamp_request(infer_call& call) {
   trace_record& t = *call.trace;
-  t.stamp("REQUEST_START", call.times.received);
-  t.stamp("QUEUE_START", call.times.queued);
-  t.stamp("COMPUTE_START", call.times.compute_start);
-  t.stamp("COMPUTE_INPUT_END", call.times.compute_input_end);
-  t.stamp("COMPUTE_OUTPUT_START", call.times.compute_output_start);
-  t.stamp("COMPUTE_END", call.times.compute_end);
-  t.stamp_now("REQUEST_END");
+  stamp_core(t, call.times);
   if (t.tensors)
     for (const auto& o : call.response.outputs)
       if (o.encoding != v2::tensor_encoding::shared_memory)

@@ -32,7 +32,9 @@ std::string quoted(std::string_view s) {
 std::string trace_json(const trace_record& r) {
   std::string out = "{\"id\":" + std::to_string(r.id) + ",\"model_name\":" + quoted(r.model_name) +
                     ",\"model_version\":" + std::to_string(r.model_version) +
-                    ",\"request_id\":" + quoted(r.request_id) + ",\"timestamps\":[";
+                    ",\"request_id\":" + quoted(r.request_id) +
+                    (r.parent_id ? ",\"parent_id\":" + std::to_string(r.parent_id) : std::string()) +
+                    ",\"timestamps\":[";
   for (std::size_t i = 0; i < r.timestamps.size(); ++i) {
     if (i) out += ',';
     out += "{\"name\":\"" + std::string(r.timestamps[i].first) + "\",\"ns\":" +
@@ -198,6 +200,25 @@ std::shared_ptr<trace_record> trace_registry::begin(const std::string& model) {
   r->file = file;
   r->log_frequency = static_cast<std::uint64_t>(std::max<std::int64_t>(0, integer_of(setting("log_frequency"), 0)));
   r->timestamps.reserve(12);
+  r->registry = this;
+  return r;
+}
+
+std::shared_ptr<trace_record> trace_registry::child(const trace_record& parent, const std::string& model,
+                                                    std::int64_t version) {
+  auto r = std::make_shared<trace_record>();
+  {
+    std::lock_guard lock(mu_);
+    r->id = next_id_++;
+  }
+  r->parent_id = parent.id;
+  r->model_name = model;
+  r->model_version = version;
+  r->request_id = parent.request_id;
+  r->tensors = parent.tensors;
+  r->file = parent.file;
+  r->log_frequency = parent.log_frequency;
+  r->registry = this;
   return r;
 }
 

@@ -23,8 +23,11 @@ namespace inferwire::server {
 /// One traced request: who it was, and its timestamps in order (Triton's names, nanoseconds
 /// of the steady clock). Stamped by the frontend and the inference path, written when the
 /// reply has been sent.
+class trace_registry;
+
 struct trace_record {
   std::uint64_t id = 0;
+  std::uint64_t parent_id = 0;  ///< the ensemble request a step belongs to (0: none)
   std::string model_name;
   std::int64_t model_version = 0;
   std::string request_id;
@@ -47,6 +50,9 @@ struct trace_record {
   friend class trace_registry;
   std::string file;
   std::uint64_t log_frequency = 0;
+
+ public:
+  trace_registry* registry = nullptr;  ///< where this record (and its children) are written
 };
 
 /// The trace settings and the trace files.
@@ -65,6 +71,9 @@ class trace_registry {
   /// A record when this request of `model` is to be traced (level not OFF, a trace file, its
   /// turn by trace_rate, trace_count not used up); else null. Cheap when tracing is off.
   std::shared_ptr<trace_record> begin(const std::string& model);
+  /// The record of one step of a traced ensemble request: its own id, `parent`'s id as
+  /// parent_id, the parent's file and level.
+  std::shared_ptr<trace_record> child(const trace_record& parent, const std::string& model, std::int64_t version);
   /// Writes a finished record to its trace file.
   void finish(const trace_record& record);
   /// Writes what is pending and closes every trace file (shutdown).

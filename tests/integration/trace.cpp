@@ -154,3 +154,38 @@ TEST_CASE("trace: --trace-config refusals", "[trace][cli]") {
     CHECK(out.find(message) != std::string::npos);
   }
 }
+
+TEST_CASE("trace: an ensemble's steps are traced as its children", "[trace]") {
+  const auto dir = fresh_dir("iw-trace-ensemble");
+  const auto file = dir / "trace.json";
+  {
+    server_process s({"--model-repository", models(), "--model-repository",
+                      INFERWIRE_SOURCE_DIR "/reference_server/models_ensemble", "--trace-config",
+                      "triton,file=" + file.string(), "--trace-config", "level=TIMESTAMPS", "--trace-config", "rate=1"},
+                     false);
+    auto r = request(s.http_port(), "POST", "/v2/models/simple_ensemble/infer", simple_json(R"(,"id":"e1")"));
+    REQUIRE(r.status == 200);
+    CHECK(s.stop() == 0);
+  }
+  const auto traces = read_traces(file);
+  const boost::json::object* parent = nullptr;
+  std::vector<const boost::json::object*> children;
+  for (const auto& t : traces) {
+    const auto& o = t.as_object();
+    if (o.contains("parent_id")) children.push_back(&o);
+    else parent = &o;
+  }
+  REQUIRE(parent);
+  CHECK(parent->at("model_name").as_string() == "simple_ensemble");
+  CHECK(names_of(*parent) == http_names);
+  REQUIRE(children.size() == 2);  // simple, twice
+  for (const auto* c : children) {
+    CHECK(c->at("parent_id") == parent->at("id"));
+    CHECK(c->at("id") != parent->at("id"));
+    CHECK(c->at("model_name").as_string() == "simple");
+    CHECK(c->at("request_id").as_string() == "e1");
+    CHECK(names_of(*c) == std::vector<std::string>{"REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END",
+                                                   "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END"});
+  }
+  fs::remove_all(dir);
+}
