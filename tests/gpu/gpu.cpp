@@ -285,3 +285,16 @@ TEST_CASE("gpu: identity on the GPU between system and CUDA regions", "[gpu]") {
   c.unregister_cuda_shared_memory();
   c.unregister_system_shared_memory();
 }
+
+TEST_CASE("gpu: NVML's GPU metrics on /metrics", "[gpu][metrics]") {
+  // The driver that runs these tests ships libnvidia-ml.so.1: every GPU has its families.
+  const auto& s = gpu_server();
+  const std::string text = request(s.metrics_port(), "GET", "/metrics").body;
+  CHECK(s.log().find("no GPU metrics") == std::string::npos);
+  for (const char* family : {"nv_gpu_utilization{gpu_uuid=\"GPU-", "nv_gpu_memory_total_bytes{gpu_uuid=\"GPU-",
+                             "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-", "nv_gpu_power_usage{gpu_uuid=\"GPU-",
+                             "nv_gpu_power_limit{gpu_uuid=\"GPU-"}) {
+    CAPTURE(family);
+    CHECK(text.find(family) != std::string::npos);
+  }
+}
