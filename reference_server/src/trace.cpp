@@ -228,18 +228,24 @@ void trace_registry::write_numbered_locked(const std::string& path, file_writer&
   for (std::size_t i = 0; i < w.pending.size(); ++i) out << (i ? ",\n" : "\n") << w.pending[i];
   out << "\n]\n";
   w.pending.clear();
+  w.pending_bytes = 0;
 }
 
 // log_frequency 0: every trace goes to the trace file, a JSON array closed at shutdown.
 // log_frequency N: every N traces go to <file>.<index>, index counting from 0 (the rest at
-// shutdown), as Triton names them.
+// shutdown), as Triton names them. A client may set log_frequency over the network, so the
+// traces held for the next file are bounded: past max_pending_bytes the file is written early.
+constexpr std::size_t max_pending_bytes = std::size_t{16} << 20;
+
 void trace_registry::finish(const trace_record& record) {
   std::string json = trace_json(record);
   std::lock_guard lock(files_mu_);
   file_writer& w = files_[record.file];
   if (record.log_frequency > 0) {
+    w.pending_bytes += json.size();
     w.pending.push_back(std::move(json));
-    if (w.pending.size() >= record.log_frequency) write_numbered_locked(record.file, w);
+    if (w.pending.size() >= record.log_frequency || w.pending_bytes >= max_pending_bytes)
+      write_numbered_locked(record.file, w);
     return;
   }
   if (!w.out.is_open()) {

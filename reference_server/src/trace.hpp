@@ -89,6 +89,7 @@ class trace_registry {
     std::ofstream out;             ///< log_frequency 0: the file, a JSON array being written
     bool first = true;
     std::vector<std::string> pending;  ///< log_frequency > 0: traces of the next numbered file
+    std::size_t pending_bytes = 0;
     std::uint64_t index = 0;
   };
   static status check(const std::string& key, const std::vector<std::string>& v);
