@@ -294,8 +294,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     std::size_t instances = 0;
     for (const auto& g : config->proto.instance_group())
       instances += static_cast<std::size_t>(std::max(1, g.count()));
-    mv->instances.configure(instances,
-                            config->proto.dynamic_batching().default_queue_policy().max_queue_size());
+    mv->instances.configure(instances, config->proto.dynamic_batching());
     status bs;
     if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
     else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace inferwire::server {
 
@@ -36,28 +37,57 @@ class sequence_table {
   std::unordered_map<std::string, slot> slots_;
 };
 
-/// Limits a model version to its instance count of concurrent executions; the rest wait in a
-/// FIFO queue bounded by the dynamic batcher's max_queue_size (0 = unbounded).
+/// Where a request waits (the dynamic batcher's queue policy, the schedule_policy extension):
+/// its priority level and the time it may wait.
+struct queue_ticket {
+  std::size_t level = 0;          ///< index of its level's queue (0 = highest priority)
+  clock::time_point deadline{};   ///< epoch: no timeout
+  bool delay = false;             ///< timeout_action DELAY: served after those still in time
+};
+
+/// Limits a model version to its instance count of concurrent executions; the rest wait in
+/// FIFO queues, one per priority level, each bounded by its queue policy's max_queue_size
+/// (0 = unbounded). A request that waited past its timeout is rejected when an instance
+/// comes free (REJECT) or served after the requests of its level still in time (DELAY).
 class instance_gate {
  public:
   using job = std::function<void()>;
-  void configure(std::size_t instances, std::size_t max_queue) {
-    instances_ = instances ? instances : 1;
-    max_queue_ = max_queue;
-  }
-  /// Runs `j` on `pool` now if an instance is free, or queues it. False when the queue is
-  /// full (the service answers `Exceeds maximum queue size`).
-  bool submit(boost::asio::thread_pool& pool, job j);
+  /// From the model's instance count and `dynamic_batching` (levels, default level, default
+  /// and per-level queue policies).
+  void configure(std::size_t instances, const inference::ModelDynamicBatching& batching);
+  /// The ticket of a request with these `priority` and `timeout` (µs) parameters, 0 meaning
+  /// none. As Triton: priority 0 or past the model's levels takes the default level; a request
+  /// timeout applies when its level allows overrides, and never lengthens the default.
+  queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
+  /// Runs `run` on `pool` now if an instance is free, or queues it at its level. A queued
+  /// request that timed out under REJECT gets `expired` (on `pool`) instead. False when its
+  /// level's queue is full (the service answers `Exceeds maximum queue size`).
+  bool submit(boost::asio::thread_pool& pool, const queue_ticket& t, job run, job expired);
   /// Called by a job once its execution is over (before it reports, so the next queued job
   /// does not wait for a response to be encoded): hands the instance to the next queued job,
   /// or gives it back.
   void release(boost::asio::thread_pool& pool);
 
+ private:
+  struct policy {
+    std::size_t max_queue = 0;
+    std::uint64_t timeout_us = 0;  ///< 0: none
+    bool delay = false;
+    bool allow_override = false;
+  };
+  struct entry {
+    job run;
+    job expired;
+    clock::time_point deadline;
+    bool delay = false;
+  };
+
   std::mutex mu_;
   std::size_t instances_ = 1;
-  std::size_t max_queue_ = 0;
   std::size_t running_ = 0;
-  std::deque<job> pending_;
+  std::size_t default_level_ = 0;
+  std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
+  std::vector<std::deque<entry>> queues_{1};   ///< per level
 };
 
 }  // namespace inferwire::server

@@ -18,7 +18,7 @@ namespace inferwire::server {
 std::vector<std::string> server_extensions() {
   // v2-protocol §3 order, restricted to what this server implements today.
   return {"classification",      "sequence",           "model_repository",
-          "model_repository(unload_dependents)", "model_configuration", "system_shared_memory",
+          "model_repository(unload_dependents)", "schedule_policy", "model_configuration", "system_shared_memory",
           "cuda_shared_memory",  "binary_tensor_data",
           "parameters",          "statistics",         "trace",
           "logging"};

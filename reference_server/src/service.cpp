@@ -30,6 +30,14 @@ status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
   }
 }
 
+// A request parameter read as unsigned (HTTP carries uint64, gRPC int64 or uint64); 0 when
+// absent or negative.
+std::uint64_t unsigned_parameter(const v2::infer_request& r, std::string_view key) {
+  if (auto v = r.parameters.get<std::uint64_t>(key)) return *v;
+  if (auto v = r.parameters.get<std::int64_t>(key)) return *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
+  return 0;
+}
+
 // The core's part of a traced request: Triton's timestamps from REQUEST_START to REQUEST_END
 // and, at level TENSORS, the outputs.
 void stamp_request(infer_call& call) {
@@ -259,6 +267,14 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
     return done(execute_guarded(*call, nullptr));
   auto& pool = s_.execution;
+  // The queue policy (schedule_policy): the request's priority level and how long it may wait.
+  const queue_ticket ticket = call->model->instances.ticket(unsigned_parameter(call->request, "priority"),
+                                                            unsigned_parameter(call->request, "timeout"));
+  auto expired = [call, done] {
+    call->model->stats.dequeued();
+    call->model->stats.record_failure(ns_since(call->times.received), false);
+    done({errc::unavailable, "Request timeout expired"});
+  };
   call->model->stats.enqueued();
   auto work = [call, hooks, done, &pool] {
     call->model->stats.dequeued();
@@ -277,7 +293,7 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
     call->model->instances.release(pool);
     done(std::move(st));
   };
-  if (!call->model->instances.submit(s_.execution, std::move(work))) {
+  if (!call->model->instances.submit(s_.execution, ticket, std::move(work), std::move(expired))) {
     call->model->stats.dequeued();
     return done(failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
   }

@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <thread>
 #include <optional>
 #include <sstream>
 
@@ -499,4 +501,22 @@ TEST_CASE("parity: gRPC inferences are traced with gRPC's timestamp names", "[pa
     CHECK(t.at("model_name").as_string() == "simple");
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("parity: a request timeout in the queue over gRPC", "[parity][grpc][schedule]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0"});
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  infer_spec spec;
+  spec.model = "identity_policy";
+  spec.inputs = {{"INPUT0", "INT32", {1}}};
+  auto first = std::async(std::launch::async, [&] { return infer_grpc(spec)(*stub, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto q = infer_request_of(spec);
+  (*q.mutable_parameters())["timeout"].set_int64_param(100000);
+  const answer late = rpc(&Stub::ModelInfer, q)(*stub, {});
+  CHECK(late.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  CHECK(late.text == "Request timeout expired");
+  CHECK(first.get().code == 0);
+  // The same over HTTP gives 503 with the same text (tests/integration/transport.cpp).
 }

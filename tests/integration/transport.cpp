@@ -342,6 +342,41 @@ TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[trans
   CHECK(st.body.find(R"("queue":{"count":2,)") != std::string::npos);
 }
 
+TEST_CASE("schedule policy: priorities and request timeouts in the queue", "[transport][schedule]") {
+  // identity_policy: one instance, 400 ms per execution, levels 1 (high) and 2 (default); the
+  // default level has no timeout of its own but lets a request set one.
+  const int port = shared_server().http_port();
+  auto body = [](const std::string& params) {
+    return R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}])" +
+           (params.empty() ? std::string() : R"(,"parameters":{)" + params + "}") + "}";
+  };
+  connection a(port), b(port), d(port), e(port);
+  a.send(request_text("POST", "/v2/models/identity_policy/infer", body("")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // A runs, the rest queue
+  b.send(request_text("POST", "/v2/models/identity_policy/infer", body(R"("timeout":100000)")));
+  d.send(request_text("POST", "/v2/models/identity_policy/infer", body("")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  e.send(request_text("POST", "/v2/models/identity_policy/infer", body(R"("priority":1)")));
+  auto ra = a.read();
+  REQUIRE(ra);
+  CHECK(ra->status == 200);
+  // B waited past its 100 ms: rejected when the instance came free.
+  auto rb = b.read();
+  REQUIRE(rb);
+  CHECK(rb->status == 503);
+  CHECK(error_of(*rb) == "Request timeout expired");
+  // E (priority 1) came after D (default level 2) but runs first.
+  auto re = e.read();
+  REQUIRE(re);
+  CHECK(re->status == 200);
+  CHECK_FALSE(d.readable_now());
+  auto rd = d.read();
+  REQUIRE(rd);
+  CHECK(rd->status == 200);
+  // A priority past the model's levels takes the default level; it is served as usual.
+  CHECK(post("/v2/models/identity_policy/infer", body(R"("priority":99)")).status == 200);
+}
+
 TEST_CASE("randomised malformed requests never take the server down", "[transport][fuzz]") {
   // Mutations of valid requests (truncations, byte flips, random headers and bodies) on many
   // connections; afterwards the server must still answer correctly.
