@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
-#include <functional>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -73,92 +72,76 @@ bool group_key_value(std::string_view arg, char sep, bool group_required) {
   return eq != std::string_view::npos && eq > 0;
 }
 
+// Value shapes of tritonserver's flags.
+bool any_value(std::string_view) { return true; }
+bool integer(std::string_view a) { return is_integer(a); }
+bool decimal(std::string_view a) { return is_number(a); }
+bool boolean(std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0"; }
+bool key_value(std::string_view a) { return group_key_value(a, ',', false); }
+bool group_and_key_value(std::string_view a) { return group_key_value(a, ',', true); }
+bool rate_limit(std::string_view a) { return a == "off" || a == "execution_count"; }
+bool device_and_integer(std::string_view a) {
+  const auto c = a.find(':');
+  return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_integer(a.substr(c + 1));
+}
+bool device_and_fraction(std::string_view a) {
+  const auto c = a.find(':');
+  return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_number(a.substr(c + 1));
+}
+bool resource(std::string_view a) {  // <name>:<count>[:<device>]
+  const auto c1 = a.find(':');
+  if (c1 == std::string_view::npos || c1 == 0) return false;
+  const std::string_view rest = a.substr(c1 + 1);
+  const auto c2 = rest.find(':');
+  return is_integer(rest.substr(0, c2)) && (c2 == std::string_view::npos || is_integer(rest.substr(c2 + 1), true));
+}
+
 // The flags tritonserver has for features inferwire-server does not have: accepted, checked
-// as tritonserver checks them, and reported at start-up as having no effect. Each takes text
-// (repeatable where tritonserver's is); `check` returns the format a bad value should have had.
+// as tritonserver checks them (`fits`; `format` is what a refused value should have been), and
+// reported at start-up as having no effect.
 struct inert_flag {
   const char* name;
   const char* why;
   bool repeatable;
-  std::function<const char*(std::string_view)> check;  ///< null: any value; else the format or null when fine
+  bool (*fits)(std::string_view);
+  const char* format;
 };
 
 const std::vector<inert_flag>& inert_flags() {
   static const std::vector<inert_flag> flags = {
-      {"backend-directory", "the backends are built in", false, nullptr},
-      {"repoagent-directory", "repository agents are not supported", false, nullptr},
-      {"backend-config", "the built-in backends take no configuration", true,
-       [](std::string_view a) { return group_key_value(a, ',', false) ? nullptr : "<backend>,<setting>=<value>"; }},
-      {"host-policy", "host policies are not supported", true,
-       [](std::string_view a) { return group_key_value(a, ',', true) ? nullptr : "<policy name>,<setting>=<value>"; }},
-      {"cache-config", "there is no response cache", true,
-       [](std::string_view a) { return group_key_value(a, ',', true) ? nullptr : "<cache name>,<setting>=<value>"; }},
-      {"cache-directory", "there is no response cache", false, nullptr},
-      {"response-cache-byte-size", "there is no response cache", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"rate-limit", "there is no rate limiter", false,
-       [](std::string_view a) { return a == "off" || a == "execution_count" ? nullptr : "off|execution_count"; }},
-      {"rate-limit-resource", "there is no rate limiter", true,
-       [](std::string_view a) {
-         const auto c1 = a.find(':');
-         if (c1 == std::string_view::npos || c1 == 0) return "<resource name>:<count>:<device>";
-         const std::string_view rest = a.substr(c1 + 1);
-         const auto c2 = rest.find(':');
-         const bool ok = is_integer(rest.substr(0, c2)) &&
-                         (c2 == std::string_view::npos || is_integer(rest.substr(c2 + 1), true));
-         return ok ? nullptr : "<resource name>:<count>:<device>";
-       }},
-      {"pinned-memory-pool-byte-size", "inputs and outputs are not staged through a pinned pool", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"cuda-memory-pool-byte-size", "CUDA memory is not pooled", true,
-       [](std::string_view a) {
-         const auto c = a.find(':');
-         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_integer(a.substr(c + 1))
-                    ? nullptr
-                    : "<GPU device ID>:<pool byte size>";
-       }},
-      {"cuda-virtual-address-size", "CUDA memory is not pooled", true,
-       [](std::string_view a) {
-         const auto c = a.find(':');
-         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_integer(a.substr(c + 1))
-                    ? nullptr
-                    : "<GPU device ID>:<size>";
-       }},
-      {"min-supported-compute-capability", "every GPU the CUDA runtime offers is used", false,
-       [](std::string_view a) { return is_number(a) ? nullptr : "<float>"; }},
-      {"buffer-manager-thread-count", "there is no buffer manager", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"model-load-gpu-limit", "model loads are not limited by GPU memory", true,
-       [](std::string_view a) {
-         const auto c = a.find(':');
-         return c != std::string_view::npos && is_integer(a.substr(0, c)) && is_number(a.substr(c + 1))
-                    ? nullptr
-                    : "<device_id>:<fraction>";
-       }},
-      {"model-load-retry-count", "a failed load is not retried", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"model-namespacing", "models are not namespaced", false,
-       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
-      {"enable-peer-access", "GPU peer access is left as the CUDA runtime sets it", false,
-       [](std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0" ? nullptr : "<boolean>"; }},
-      {"grpc-infer-allocation-pool-size", "responses are not pooled", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"grpc-max-response-pool-size", "responses are not pooled", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"http-header-forward-pattern", "headers are not forwarded as parameters", false, nullptr},
-      {"grpc-header-forward-pattern", "headers are not forwarded as parameters", false, nullptr},
-      {"allow-sagemaker", "there is no SageMaker frontend", false, nullptr},
-      {"sagemaker-port", "there is no SageMaker frontend", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"sagemaker-safe-port-range", "there is no SageMaker frontend", false, nullptr},
-      {"sagemaker-thread-count", "there is no SageMaker frontend", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"allow-vertex-ai", "there is no Vertex AI frontend", false, nullptr},
-      {"vertex-ai-port", "there is no Vertex AI frontend", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"vertex-ai-thread-count", "there is no Vertex AI frontend", false,
-       [](std::string_view a) { return is_integer(a) ? nullptr : "<integer>"; }},
-      {"vertex-ai-default-model", "there is no Vertex AI frontend", false, nullptr},
+      {"backend-directory", "the backends are built in", false, any_value, ""},
+      {"repoagent-directory", "repository agents are not supported", false, any_value, ""},
+      {"backend-config", "the built-in backends take no configuration", true, key_value, "<backend>,<setting>=<value>"},
+      {"host-policy", "host policies are not supported", true, group_and_key_value, "<policy name>,<setting>=<value>"},
+      {"cache-config", "there is no response cache", true, group_and_key_value, "<cache name>,<setting>=<value>"},
+      {"cache-directory", "there is no response cache", false, any_value, ""},
+      {"response-cache-byte-size", "there is no response cache", false, integer, "<integer>"},
+      {"rate-limit", "there is no rate limiter", false, rate_limit, "off|execution_count"},
+      {"rate-limit-resource", "there is no rate limiter", true, resource, "<resource name>:<count>:<device>"},
+      {"pinned-memory-pool-byte-size", "inputs and outputs are not staged through a pinned pool", false, integer,
+       "<integer>"},
+      {"cuda-memory-pool-byte-size", "CUDA memory is not pooled", true, device_and_integer,
+       "<GPU device ID>:<pool byte size>"},
+      {"cuda-virtual-address-size", "CUDA memory is not pooled", true, device_and_integer, "<GPU device ID>:<size>"},
+      {"min-supported-compute-capability", "every GPU the CUDA runtime offers is used", false, decimal, "<float>"},
+      {"buffer-manager-thread-count", "there is no buffer manager", false, integer, "<integer>"},
+      {"model-load-gpu-limit", "model loads are not limited by GPU memory", true, device_and_fraction,
+       "<device_id>:<fraction>"},
+      {"model-load-retry-count", "a failed load is not retried", false, integer, "<integer>"},
+      {"model-namespacing", "models are not namespaced", false, boolean, "<boolean>"},
+      {"enable-peer-access", "GPU peer access is left as the CUDA runtime sets it", false, boolean, "<boolean>"},
+      {"grpc-infer-allocation-pool-size", "responses are not pooled", false, integer, "<integer>"},
+      {"grpc-max-response-pool-size", "responses are not pooled", false, integer, "<integer>"},
+      {"http-header-forward-pattern", "headers are not forwarded as parameters", false, any_value, ""},
+      {"grpc-header-forward-pattern", "headers are not forwarded as parameters", false, any_value, ""},
+      {"allow-sagemaker", "there is no SageMaker frontend", false, any_value, ""},
+      {"sagemaker-port", "there is no SageMaker frontend", false, integer, "<integer>"},
+      {"sagemaker-safe-port-range", "there is no SageMaker frontend", false, any_value, ""},
+      {"sagemaker-thread-count", "there is no SageMaker frontend", false, integer, "<integer>"},
+      {"allow-vertex-ai", "there is no Vertex AI frontend", false, any_value, ""},
+      {"vertex-ai-port", "there is no Vertex AI frontend", false, integer, "<integer>"},
+      {"vertex-ai-thread-count", "there is no Vertex AI frontend", false, integer, "<integer>"},
+      {"vertex-ai-default-model", "there is no Vertex AI frontend", false, any_value, ""},
   };
   return flags;
 }
@@ -376,8 +359,7 @@ int parse_options(int argc, char** argv, options& o) {
     if (f.repeatable) values = vm[f.name].as<std::vector<std::string>>();
     else values.push_back(vm[f.name].as<std::string>());
     for (const auto& v : values)
-      if (const char* format = f.check ? f.check(v) : nullptr)
-        return bad("--" + std::string(f.name) + " option format is '" + format + "'. Got " + v);
+      if (!f.fits(v)) return bad("--" + std::string(f.name) + " option format is '" + f.format + "'. Got " + v);
     o.inert.push_back("--" + std::string(f.name) + " has no effect: " + f.why);
   }
   if (!o.strict_model_config && vm.count("strict-model-config") && !vm["strict-model-config"].defaulted())

@@ -49,6 +49,7 @@ void instance_gate::configure(std::size_t instances, const inference::ModelDynam
   for (const auto& [level, q] : b.priority_queue_policy())
     if (level >= 1 && level <= levels) policies_[static_cast<std::size_t>(level - 1)] = to_policy(q);
   queues_.assign(levels, {});
+  with_deadline_.assign(levels, 0);
   default_level_ = b.default_priority_level() >= 1 && b.default_priority_level() <= levels
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
                        : levels - 1;
@@ -72,6 +73,7 @@ bool instance_gate::submit(boost::asio::thread_pool& pool, const queue_ticket& t
       auto& q = queues_[t.level];
       const std::size_t max = policies_[t.level].max_queue;
       if (max && q.size() >= max) return false;
+      if (t.deadline.time_since_epoch().count() != 0) ++with_deadline_[t.level];
       q.push_back({std::move(run), std::move(expired), t.deadline, t.delay});
       return true;
     }
@@ -88,12 +90,20 @@ void instance_gate::release(boost::asio::thread_pool& pool) {
     std::lock_guard lock(mu_);
     const auto now = clock::now();
     auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
-    for (auto& q : queues_) {
+    for (std::size_t level = 0; level < queues_.size(); ++level) {
+      auto& q = queues_[level];
+      if (q.empty()) continue;
+      if (with_deadline_[level] == 0) {  // the common case: plain FIFO, no scan
+        next = std::move(q.front().run);
+        q.pop_front();
+        break;
+      }
       // Requests past their timeout under REJECT leave the queue with their error.
       for (auto it = q.begin(); it != q.end();) {
         if (!it->delay && timed_out(*it)) {
           rejected.push_back(std::move(it->expired));
           it = q.erase(it);
+          --with_deadline_[level];
         } else {
           ++it;
         }
@@ -102,6 +112,7 @@ void instance_gate::release(boost::asio::thread_pool& pool) {
       // The first request still in time; else the first delayed one.
       auto pick = std::find_if(q.begin(), q.end(), [&](const entry& e) { return !timed_out(e); });
       if (pick == q.end()) pick = q.begin();
+      if (pick->deadline.time_since_epoch().count() != 0) --with_deadline_[level];
       next = std::move(pick->run);
       q.erase(pick);
       break;

@@ -88,6 +88,7 @@ class instance_gate {
   std::size_t default_level_ = 0;
   std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
   std::vector<std::deque<entry>> queues_{1};   ///< per level
+  std::vector<std::size_t> with_deadline_{0};  ///< per level: queued entries that have a timeout
 };
 
 }  // namespace inferwire::server

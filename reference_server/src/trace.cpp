@@ -74,6 +74,7 @@ trace_registry::~trace_registry() { flush(); }
 // --trace-config: `[triton,]file=...`, `[triton,]log-frequency=N`, `level=...` (repeatable:
 // TIMESTAMPS and TENSORS add up), `rate=N`, `count=N`, `mode=triton|opentelemetry`.
 status trace_registry::configure(const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::lock_guard lock(mu_);
   std::vector<std::string> levels;
   for (const auto& [key, value] : settings) {
     std::string k;
@@ -99,7 +100,6 @@ status trace_registry::configure(const std::vector<std::pair<std::string, std::s
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   global_["trace_level"] = levels.empty() ? std::vector<std::string>{"OFF"} : levels;
   startup_ = global_;
-  std::lock_guard lock(mu_);
   reset_samplers_locked();
   return {};
 }
@@ -185,8 +185,9 @@ std::shared_ptr<trace_record> trace_registry::begin(const std::string& model) {
     return global_[key];
   };
   const auto& level = setting("trace_level");
-  const std::string& file = setting("trace_file").empty() ? std::string() : setting("trace_file").front();
-  if (level.empty() || level.front() == "OFF" || file.empty()) return nullptr;
+  const auto& files = setting("trace_file");
+  if (level.empty() || level.front() == "OFF" || files.empty() || files.front().empty()) return nullptr;
+  const std::string& file = files.front();
   const std::int64_t rate = integer_of(setting("trace_rate"), 1000);
   sampler& s = samplers_.try_emplace(own != models_.end() ? model : std::string(), sampler{0, integer_of(setting("trace_count"), -1)})
                    .first->second;
