@@ -83,7 +83,7 @@ struct grpc_case {
 
 TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the table", "[hostile][grpc]") {
   server_process s({"--model-repository", (source / "reference_server/models").string(),
-                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true",
+                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true", "--grpc-port=0",
                     "--strict-readiness=false"},
                    false);
   REQUIRE(s.grpc_port() > 0);
