@@ -348,6 +348,8 @@ class request_run {
         e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, nullptr, {}} {}
 
   void traced_by(trace_record* t) noexcept { e_.trace = t; }
+  /// The outputs of this request computed elsewhere (its rows of a batch's execution).
+  void adopt_outputs(std::vector<v2::infer_output>&& outs) { e_.outputs = std::move(outs); }
 
   // Shared-memory places; a CPU instance gets inputs in device memory copied to the host.
   status stage_inputs() {
@@ -584,6 +586,204 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   d.request_ns = ns_between(times.received, done);
   model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);
   return {};
+}
+
+// --- dynamic batches ---------------------------------------------------------------------
+
+std::string batch_key(const v2::infer_request& r) {
+  // Input names in order, each with its type and its shape past the batch dimension: two
+  // requests with the same key concatenate along dimension 0 into valid inputs. Inputs are
+  // sorted by name so that the order a client lists them in does not matter.
+  std::vector<const v2::infer_input*> in;
+  in.reserve(r.inputs.size());
+  for (const auto& i : r.inputs) in.push_back(&i);
+  std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  std::string key;
+  for (const auto* i : in) {
+    key += i->name;
+    key += '\0';
+    key += static_cast<char>(i->datatype);
+    for (std::size_t d = 1; d < i->shape.size(); ++d) key.append(reinterpret_cast<const char*>(&i->shape[d]), sizeof(std::int64_t));
+    key += '\0';
+  }
+  return key;
+}
+
+namespace {
+
+// What a batch's responses view: the concatenated inputs (outputs may view them) and the
+// outputs of the one execution.
+struct batch_storage {
+  std::vector<std::string> host_inputs;
+  std::vector<device_buffer> device_inputs;
+  std::vector<v2::infer_input> inputs;
+  std::vector<placement> input_places;
+  std::vector<v2::infer_output> outputs;
+};
+
+// The byte offsets of the rows of a batch output: rows + 1 entries.
+status row_offsets(const v2::infer_output& o, std::int64_t rows, std::vector<std::size_t>& at) {
+  const auto bytes = o.data.bytes();
+  auto bad = [&] {
+    return status{errc::internal, "output '" + o.name + "' of a batch of " + std::to_string(rows) +
+                                      " has shape " + to_string(o.shape) + " and " +
+                                      std::to_string(bytes.size()) + " bytes; it cannot be split by rows"};
+  };
+  if (o.shape.empty() || o.shape[0] != rows) return bad();
+  at.assign(static_cast<std::size_t>(rows) + 1, 0);
+  if (o.datatype != data_type::bytes) {
+    if (bytes.size() % static_cast<std::size_t>(rows) != 0) return bad();
+    const std::size_t row = bytes.size() / static_cast<std::size_t>(rows);
+    for (std::size_t i = 0; i < at.size(); ++i) at[i] = i * row;
+    return {};
+  }
+  const auto per_row = element_count(std::span(o.shape).subspan(1));
+  if (!per_row) return bad();
+  std::size_t pos = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    at[static_cast<std::size_t>(r)] = pos;
+    for (std::int64_t k = 0; k < per_row.value; ++k) {
+      if (bytes.size() - pos < 4) return bad();
+      std::uint32_t len = 0;
+      std::memcpy(&len, bytes.data() + pos, 4);
+      if (bytes.size() - pos - 4 < len) return bad();
+      pos += 4 + len;
+    }
+  }
+  at.back() = pos;
+  return pos == bytes.size() ? status{} : bad();
+}
+
+// Concatenates the members' inputs along the batch dimension: in host memory, or in device
+// memory of the model's GPU when its backend runs there (one copy per member, straight from
+// wherever the member's tensor is, CUDA shared memory included).
+status gather_inputs(const model_version& model, std::span<batch_member> members, std::int64_t rows,
+                     batch_storage& b) {
+  const model_config& c = *model.config;
+  const auto& first = *members.front().request;
+  const bool on_device = model.impl->on_gpu();
+  for (const auto& proto : first.inputs) {
+    std::size_t total = 0;
+    std::vector<placement> parts;
+    parts.reserve(members.size());
+    for (const auto& m : members) {
+      const auto& in = m.request->inputs;
+      const auto it = std::find_if(in.begin(), in.end(), [&](const auto& i) { return i.name == proto.name; });
+      if (it == in.end()) return {errc::internal, "batched requests differ in their inputs"};
+      const auto j = static_cast<std::size_t>(it - in.begin());
+      placement p{const_cast<std::byte*>(it->data.bytes().data()), it->data.size(), -1};
+      if (m.places && j < m.places->inputs.size() && m.places->inputs[j].data) p = m.places->inputs[j];
+      parts.push_back(p);
+      total += p.size;
+    }
+    auto& in = b.inputs.emplace_back();
+    in.name = proto.name;
+    in.datatype = proto.datatype;
+    in.shape = proto.shape;
+    in.shape[0] = rows;
+    in.encoding = v2::tensor_encoding::binary;
+    if (on_device) {
+      status st;
+      auto& buf = b.device_inputs.emplace_back(total, c.gpu_device, st);
+      if (st) return st;
+      std::size_t at = 0;
+      for (const auto& p : parts) {
+        if (p.size)
+          if (auto e = gpu_copy({buf.data() + at, p.size, c.gpu_device}, p, p.size)) return e;
+        at += p.size;
+      }
+      b.input_places.push_back({buf.data(), total, c.gpu_device});
+      in.data = v2::tensor_data::view(std::span<const std::byte>(buf.data(), total));  // only its size is read
+      continue;
+    }
+    std::string& host = b.host_inputs.emplace_back(total, '\0');  // reserved: never moves
+    std::size_t at = 0;
+    for (const auto& p : parts) {
+      placement dst{reinterpret_cast<std::byte*>(host.data()) + at, p.size, -1};
+      if (p.on_device()) {
+        if (auto e = gpu_copy(dst, p, p.size)) return e;
+      } else if (p.size) {
+        std::memcpy(dst.data, p.data, p.size);
+      }
+      at += p.size;
+    }
+    b.input_places.push_back({});
+    in.data = v2::tensor_data::view(std::span<const std::byte>(reinterpret_cast<const std::byte*>(host.data()), total));
+  }
+  return {};
+}
+
+}  // namespace
+
+void execute_batch(model_version& model, std::span<batch_member> members, std::shared_ptr<const void>& keep) {
+  const model_config& c = *model.config;
+  const auto start = clock::now();
+  std::int64_t rows = 0;
+  for (auto& m : members) {
+    m.times->compute_start = start;
+    rows += m.batch_size;
+  }
+  auto fail_all = [&](const status& st, bool backend) {
+    const auto now = clock::now();
+    for (auto& m : members) {
+      m.result = st;
+      model.stats.record_failure(ns_between(m.times->received, now), backend);
+    }
+  };
+  auto b = std::make_shared<batch_storage>();
+  // Inputs view these buffers (a short string's bytes live in the object): none may move.
+  b->host_inputs.reserve(members.front().request->inputs.size());
+  if (auto st = gather_inputs(model, members, rows, *b)) return fail_all(st, false);
+  execution e{c, b->inputs, rows, nullptr, {}, {}, b->input_places, {}, nullptr, {}};
+  const auto inputs_ready = clock::now();
+  if (auto st = model.impl->execute(e)) return fail_all(st, true);
+  const auto executed = clock::now();
+  b->outputs = std::move(e.outputs);
+  // Each output's row boundaries, then each member's rows as views.
+  std::vector<std::vector<std::size_t>> offsets(b->outputs.size());
+  for (std::size_t k = 0; k < b->outputs.size(); ++k)
+    if (auto st = row_offsets(b->outputs[k], rows, offsets[k])) return fail_all(st, true);
+  const std::uint64_t input_ns = ns_between(start, inputs_ready), infer_ns = ns_between(inputs_ready, executed);
+  std::int64_t row = 0;
+  std::uint64_t output_ns_total = 0;
+  for (auto& m : members) {
+    std::vector<v2::infer_output> mine;
+    mine.reserve(b->outputs.size());
+    for (std::size_t k = 0; k < b->outputs.size(); ++k) {
+      const auto& o = b->outputs[k];
+      const auto bytes = o.data.bytes();
+      const std::size_t from = offsets[k][static_cast<std::size_t>(row)];
+      const std::size_t to = offsets[k][static_cast<std::size_t>(row + m.batch_size)];
+      auto& v = mine.emplace_back();
+      v.name = o.name;
+      v.datatype = o.datatype;
+      v.shape = o.shape;
+      v.shape[0] = m.batch_size;
+      v.parameters = o.parameters;
+      v.data = v2::tensor_data::view(bytes.subspan(from, to - from));
+    }
+    row += m.batch_size;
+    m.times->compute_input_end = inputs_ready;
+    const auto out_start = m.times->compute_output_start = clock::now();
+    request_run run(model, *m.request, m.batch_size, m.places);
+    run.adopt_outputs(std::move(mine));
+    m.result = run.finish(*m.response);
+    const auto done = m.times->compute_end = clock::now();
+    output_ns_total += ns_between(out_start, done);
+    if (m.result) {
+      model.stats.record_failure(ns_between(m.times->received, done), false);
+      continue;
+    }
+    version_stats::durations d;
+    d.queue_ns = ns_between(m.times->queued, start);
+    d.input_ns = input_ns;
+    d.infer_ns = infer_ns;
+    d.output_ns = ns_between(executed, done);
+    d.request_ns = ns_between(m.times->received, done);
+    model.stats.record_request(static_cast<std::uint64_t>(m.batch_size), d);
+  }
+  model.stats.record_execution(static_cast<std::uint64_t>(rows), input_ns, infer_ns, output_ns_total);
+  keep = std::move(b);
 }
 
 void stamp_core(trace_record& t, const request_clock& times) {

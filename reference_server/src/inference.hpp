@@ -9,6 +9,9 @@
 #include <inferwire/v2/types.hpp>
 
 #include <functional>
+#include <memory>
+#include <span>
+#include <string>
 
 namespace inferwire::server {
 
@@ -68,6 +71,27 @@ status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, request_clock& times,
                        v2::infer_response& response, const tensor_places* places = nullptr,
                        const response_sink* on_response = nullptr, trace_record* trace = nullptr);
+
+/// The key of the requests that may share one execution (the dynamic batcher): their inputs'
+/// names, types and shapes past the batch dimension.
+std::string batch_key(const v2::infer_request& request);
+
+/// One request of a batch that executes at once.
+struct batch_member {
+  const v2::infer_request* request = nullptr;
+  std::int64_t batch_size = 1;
+  request_clock* times = nullptr;
+  v2::infer_response* response = nullptr;
+  const tensor_places* places = nullptr;  ///< may be null
+  status result;
+};
+
+/// Runs validated requests of `model` with equal batch keys as one backend execution over the
+/// batch dimension (their inputs concatenated, in device memory when the backend runs on a GPU),
+/// then splits the outputs by rows and builds each member's response and result as
+/// execute_request would. Statistics: each request as a request, the batch as one execution.
+/// `keep` receives what the responses' data views; it must outlive them.
+void execute_batch(model_version& model, std::span<batch_member> members, std::shared_ptr<const void>& keep);
 
 /// Whether a request is small enough to execute on the thread that received it (HTTP I/O
 /// thread, gRPC handler thread) instead of the execution pool: models without an artificial

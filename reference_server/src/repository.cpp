@@ -294,7 +294,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     std::size_t instances = 0;
     for (const auto& g : config->proto.instance_group())
       instances += static_cast<std::size_t>(std::max(1, g.count()));
-    mv->instances.configure(instances, config->proto.dynamic_batching());
+    mv->instances.configure(instances, *config, std::shared_ptr<instance_gate>(mv, &mv->instances));
     status bs;
     if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
     else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this);

@@ -1,6 +1,7 @@
 #include "scheduler.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 
@@ -38,7 +39,19 @@ void sequence_table::end(const std::string& id) {
 
 // --- instances -----------------------------------------------------------------------------
 
-void instance_gate::configure(std::size_t instances, const inference::ModelDynamicBatching& b) {
+struct instance_gate::wake_timer {
+  explicit wake_timer(boost::asio::thread_pool& pool) : timer(pool.get_executor()) {}
+  boost::asio::steady_timer timer;
+  clock::time_point at{};    ///< when it fires; epoch: not armed
+  std::uint64_t generation = 0;
+};
+
+instance_gate::instance_gate() = default;
+instance_gate::~instance_gate() = default;
+
+void instance_gate::configure(std::size_t instances, const model_config& c, std::weak_ptr<instance_gate> self) {
+  const inference::ModelDynamicBatching& b = c.proto.dynamic_batching();
+  self_ = std::move(self);
   instances_ = instances ? instances : 1;
   auto to_policy = [](const inference::ModelQueuePolicy& q) {
     return policy{q.max_queue_size(), q.default_timeout_microseconds(),
@@ -53,6 +66,16 @@ void instance_gate::configure(std::size_t instances, const inference::ModelDynam
   default_level_ = b.default_priority_level() >= 1 && b.default_priority_level() <= levels
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
                        : levels - 1;
+  // Gathering: Triton's dynamic batcher, for models that batch and are neither sequences
+  // (the sequence batcher's) nor decoupled.
+  const bool gathers = c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled;
+  max_batch_ = gathers ? c.max_batch_size : 0;
+  preferred_.clear();
+  if (gathers)
+    for (auto p : b.preferred_batch_size())
+      if (p > 0 && p <= max_batch_) preferred_.push_back(p);
+  std::sort(preferred_.begin(), preferred_.end());
+  max_delay_ = std::chrono::microseconds(std::min<std::uint64_t>(b.max_queue_delay_microseconds(), std::uint64_t{1} << 40));
 }
 
 queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
@@ -66,61 +89,155 @@ queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout
   return t;
 }
 
-bool instance_gate::submit(boost::asio::thread_pool& pool, const queue_ticket& t, job run, job expired) {
+bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
+                           call_ptr call, std::int64_t rows, std::string key) {
   {
     std::lock_guard lock(mu_);
-    if (running_ >= instances_) {
-      auto& q = queues_[t.level];
-      const std::size_t max = policies_[t.level].max_queue;
-      if (max && q.size() >= max) return false;
-      if (t.deadline.time_since_epoch().count() != 0) ++with_deadline_[t.level];
-      q.push_back({std::move(run), std::move(expired), t.deadline, t.delay});
-      return true;
-    }
-    ++running_;
+    auto& q = queues_[t.level];
+    const std::size_t max = policies_[t.level].max_queue;
+    if (max && q.size() >= max) return false;
+    pool_ = &pool;
+    handlers_ = &handlers;
+    const bool timed = t.deadline.time_since_epoch().count() != 0;
+    if (timed) ++with_deadline_[t.level];
+    q.push_back({std::move(call), rows, std::move(key), clock::now(), t.deadline, t.delay});
   }
-  boost::asio::post(pool, std::move(run));
+  dispatch();
   return true;
 }
 
-void instance_gate::release(boost::asio::thread_pool& pool) {
-  job next;
-  std::vector<job> rejected;
+void instance_gate::release() {
   {
     std::lock_guard lock(mu_);
+    --running_;
+  }
+  dispatch();
+}
+
+void instance_gate::dispatch(bool run_here) {
+  std::vector<std::vector<call_ptr>> batches;
+  std::vector<call_ptr> rejected;
+  boost::asio::thread_pool* pool = nullptr;
+  const batch_handlers* handlers = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (!pool_) return;
+    pool = pool_;
+    handlers = handlers_;
     const auto now = clock::now();
-    auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
-    for (std::size_t level = 0; level < queues_.size(); ++level) {
-      auto& q = queues_[level];
-      if (q.empty()) continue;
-      if (with_deadline_[level] == 0) {  // the common case: plain FIFO, no scan
-        next = std::move(q.front().run);
-        q.pop_front();
+    clock::time_point wake{};
+    while (running_ < instances_) {
+      std::vector<call_ptr> batch;
+      take(now, batch, rejected, wake);
+      if (batch.empty()) break;
+      ++running_;
+      batches.push_back(std::move(batch));
+    }
+    if (wake.time_since_epoch().count() != 0) arm(wake);
+  }
+  for (auto& r : rejected) boost::asio::post(*pool, [h = handlers, r = std::move(r)]() mutable { h->expire(std::move(r)); });
+  for (std::size_t i = run_here ? 1 : 0; i < batches.size(); ++i)
+    boost::asio::post(*pool, [h = handlers, b = std::move(batches[i])]() mutable { h->run(std::move(b)); });
+  if (run_here && !batches.empty()) handlers->run(std::move(batches.front()));
+}
+
+void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
+                         clock::time_point& wake) {
+  auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
+  // Requests past their timeout under REJECT leave the queue with their error.
+  for (std::size_t level = 0; level < queues_.size(); ++level) {
+    if (with_deadline_[level] == 0) continue;
+    auto& q = queues_[level];
+    for (auto it = q.begin(); it != q.end();) {
+      if (!it->delay && timed_out(*it)) {
+        rejected.push_back(std::move(it->call));
+        it = q.erase(it);
+        --with_deadline_[level];
+      } else {
+        ++it;
+      }
+    }
+  }
+  // The candidates in the order they are served: levels highest first; within a level, FIFO,
+  // the requests still in time before the delayed ones past their timeout. The batch is the
+  // longest run from the first candidate of compatible requests that fits max_batch_size.
+  struct pick {
+    std::size_t level, index;
+    std::int64_t total;  ///< batch size up to and with this request
+  };
+  std::vector<pick> picks;
+  const entry* first = nullptr;
+  std::int64_t total = 0;
+  bool closed = false;  // the batch cannot grow: full, or the next request does not fit it
+  auto consider = [&](std::size_t level, std::size_t i) {
+    const entry& e = queues_[level][i];
+    if (first && (e.key != first->key || total + e.rows > max_batch_)) {
+      closed = true;
+      return false;
+    }
+    if (!first) first = &e;
+    total += e.rows;
+    picks.push_back({level, i, total});
+    if (max_batch_ == 0 || total >= max_batch_) closed = true;
+    return !closed;
+  };
+  for (std::size_t level = 0; level < queues_.size() && !closed; ++level) {
+    const auto& q = queues_[level];
+    bool go = true;
+    for (std::size_t i = 0; i < q.size() && go; ++i)
+      if (with_deadline_[level] == 0 || !timed_out(q[i])) go = consider(level, i);
+    if (with_deadline_[level] != 0)
+      for (std::size_t i = 0; i < q.size() && go; ++i)
+        if (timed_out(q[i])) go = consider(level, i);
+  }
+  if (!first) return;
+  if (!closed) {
+    // More requests could join: wait for them while the oldest has time left, unless the
+    // batch already has the largest preferred size.
+    const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
+    const auto until = first->enqueued + max_delay_;
+    if (total < target && now < until) {
+      wake = until;
+      return;
+    }
+  }
+  // Cut at the largest preferred batch size the run reaches, if any.
+  std::size_t n = picks.size();
+  if (!preferred_.empty() && !std::binary_search(preferred_.begin(), preferred_.end(), total))
+    for (std::size_t k = picks.size(); k-- > 1;)
+      if (std::binary_search(preferred_.begin(), preferred_.end(), picks[k - 1].total)) {
+        n = k;
         break;
       }
-      // Requests past their timeout under REJECT leave the queue with their error.
-      for (auto it = q.begin(); it != q.end();) {
-        if (!it->delay && timed_out(*it)) {
-          rejected.push_back(std::move(it->expired));
-          it = q.erase(it);
-          --with_deadline_[level];
-        } else {
-          ++it;
-        }
-      }
-      if (q.empty()) continue;
-      // The first request still in time; else the first delayed one.
-      auto pick = std::find_if(q.begin(), q.end(), [&](const entry& e) { return !timed_out(e); });
-      if (pick == q.end()) pick = q.begin();
-      if (pick->deadline.time_since_epoch().count() != 0) --with_deadline_[level];
-      next = std::move(pick->run);
-      q.erase(pick);
-      break;
-    }
-    if (!next) --running_;
+  batch.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) batch.push_back(std::move(queues_[picks[k].level][picks[k].index].call));
+  // Remove the taken entries, from the back of each queue so the indices stay valid.
+  std::sort(picks.begin(), picks.begin() + static_cast<std::ptrdiff_t>(n),
+            [](const pick& a, const pick& b) { return a.level != b.level ? a.level < b.level : a.index > b.index; });
+  for (std::size_t k = 0; k < n; ++k) {
+    auto& q = queues_[picks[k].level];
+    auto it = q.begin() + static_cast<std::ptrdiff_t>(picks[k].index);
+    if (it->deadline.time_since_epoch().count() != 0) --with_deadline_[picks[k].level];
+    q.erase(it);
   }
-  for (auto& r : rejected) boost::asio::post(pool, std::move(r));
-  if (next) boost::asio::post(pool, std::move(next));
+}
+
+void instance_gate::arm(clock::time_point at) {
+  if (!timer_) timer_ = std::make_unique<wake_timer>(*pool_);
+  if (timer_->at.time_since_epoch().count() != 0 && timer_->at <= at) return;  // wakes earlier already
+  timer_->at = at;
+  const std::uint64_t generation = ++timer_->generation;
+  timer_->timer.expires_at(at);
+  timer_->timer.async_wait([self = self_, generation](const boost::system::error_code& ec) {
+    if (ec) return;
+    auto gate = self.lock();
+    if (!gate) return;
+    {
+      std::lock_guard lock(gate->mu_);
+      if (gate->timer_->generation == generation) gate->timer_->at = {};
+    }
+    gate->dispatch(true);  // on a pool thread already: the batch runs here, without another hop
+  });
 }
 
 }  // namespace inferwire::server

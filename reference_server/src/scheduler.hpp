@@ -1,6 +1,5 @@
 // Scheduling state of one model version: its live sequences (v2-protocol §7, the sequence
-// batcher) and the gate that holds executions to the instance count, with the dynamic
-// batcher's queue limit.
+// batcher) and the gate in front of its instances: the dynamic batcher with its queue policy.
 #pragma once
 
 #include "backends.hpp"
@@ -12,6 +11,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -45,28 +45,53 @@ struct queue_ticket {
   bool delay = false;             ///< timeout_action DELAY: served after those still in time
 };
 
-/// Limits a model version to its instance count of concurrent executions; the rest wait in
-/// FIFO queues, one per priority level, each bounded by its queue policy's max_queue_size
-/// (0 = unbounded). A request that waited past its timeout is rejected when an instance
-/// comes free (REJECT) or served after the requests of its level still in time (DELAY).
+struct infer_call;  // service.hpp
+using call_ptr = std::shared_ptr<infer_call>;
+
+/// What the gate hands its work to (the service): a batch to execute on the pool thread it is
+/// called on (the handler calls `instance_gate::release` once the execution is over), and a
+/// request whose queue timeout expired under REJECT.
+struct batch_handlers {
+  void (*run)(std::vector<call_ptr>&& batch);
+  void (*expire)(call_ptr call);
+};
+
+/// The scheduler of one model version in front of its instances (Triton's dynamic batcher
+/// and its queue policy). At most `instances` executions run at a time; the other requests
+/// wait in FIFO queues, one per priority level, each bounded by its max_queue_size (0 =
+/// unbounded). When an instance is free the gate takes the next batch: the request at the
+/// head of the highest non-empty level and, when the model batches dynamically, the requests
+/// after it (in priority order) whose batch key equals its own, while their batch sizes add up
+/// to at most max_batch_size. It sends the batch at once when it is full, when the next request
+/// is not compatible, or when it reached the largest preferred batch size; otherwise it waits
+/// for more requests until the oldest has waited max_queue_delay_microseconds. A request past
+/// its timeout is rejected (REJECT) or served after the requests of its level still in time
+/// (DELAY). Models without dynamic batching run one request per execution.
 class instance_gate {
  public:
-  using job = std::function<void()>;
-  /// From the model's instance count and `dynamic_batching` (levels, default level, default
-  /// and per-level queue policies).
-  void configure(std::size_t instances, const inference::ModelDynamicBatching& batching);
+  instance_gate();
+  ~instance_gate();
+  instance_gate(const instance_gate&) = delete;
+  instance_gate& operator=(const instance_gate&) = delete;
+
+  /// From the model's instance count and configuration. `self` owns the gate (the model
+  /// version): a pending batch-delay timer holds it weakly.
+  void configure(std::size_t instances, const model_config& config, std::weak_ptr<instance_gate> self);
+  /// Whether requests are gathered into batches (dynamic_batching with max_batch_size > 0, not
+  /// a sequence or decoupled model).
+  bool gathers() const noexcept { return max_batch_ > 0; }
   /// The ticket of a request with these `priority` and `timeout` (µs) parameters, 0 meaning
   /// none. As Triton: priority 0 or past the model's levels takes the default level; a request
   /// timeout applies when its level allows overrides, and never lengthens the default.
   queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
-  /// Runs `run` on `pool` now if an instance is free, or queues it at its level. A queued
-  /// request that timed out under REJECT gets `expired` (on `pool`) instead. False when its
-  /// level's queue is full (the service answers `Exceeds maximum queue size`).
-  bool submit(boost::asio::thread_pool& pool, const queue_ticket& t, job run, job expired);
-  /// Called by a job once its execution is over (before it reports, so the next queued job
-  /// does not wait for a response to be encoded): hands the instance to the next queued job,
-  /// or gives it back.
-  void release(boost::asio::thread_pool& pool);
+  /// Queues `call` (of `rows` batch size; requests with equal `key` may share an execution)
+  /// and starts what can start on `pool`. False when its level's queue is full (the service
+  /// answers `Exceeds maximum queue size`).
+  bool submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
+              call_ptr call, std::int64_t rows, std::string key);
+  /// Called by the batch handler once its execution is over (before it reports, so the next
+  /// batch does not wait for responses to be encoded): hands the instance to the next batch.
+  void release();
 
  private:
   struct policy {
@@ -76,19 +101,38 @@ class instance_gate {
     bool allow_override = false;
   };
   struct entry {
-    job run;
-    job expired;
+    call_ptr call;
+    std::int64_t rows = 1;
+    std::string key;
+    clock::time_point enqueued;
     clock::time_point deadline;
     bool delay = false;
   };
+  struct wake_timer;
+  /// Starts every batch that can start now, rejects expired requests, and arms the delay
+  /// timer when a batch waits for more requests. `run_here`: the caller is a pool thread that
+  /// runs the first batch itself.
+  void dispatch(bool run_here = false);
+  /// Under mu_: the next batch into `batch`, or none (`wake` then says until when to wait, or
+  /// epoch when nothing is queued). Expired REJECT requests go to `rejected`.
+  void take(clock::time_point now, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
+            clock::time_point& wake);
+  void arm(clock::time_point at);
 
   std::mutex mu_;
   std::size_t instances_ = 1;
   std::size_t running_ = 0;
   std::size_t default_level_ = 0;
+  std::int64_t max_batch_ = 0;                 ///< 0: no gathering
+  std::vector<std::int64_t> preferred_;        ///< ascending
+  std::chrono::microseconds max_delay_{0};
   std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
   std::vector<std::deque<entry>> queues_{1};   ///< per level
   std::vector<std::size_t> with_deadline_{0};  ///< per level: queued entries that have a timeout
+  boost::asio::thread_pool* pool_ = nullptr;
+  const batch_handlers* handlers_ = nullptr;
+  std::weak_ptr<instance_gate> self_;
+  std::unique_ptr<wake_timer> timer_;
 };
 
 }  // namespace inferwire::server

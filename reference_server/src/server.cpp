@@ -34,6 +34,7 @@ unsigned default_threads(unsigned requested, unsigned per_core, unsigned minimum
 
 server_state::server_state(options o)
     : opts(std::move(o)),
+      execution(default_threads(opts.execution_thread_count, 2, 4)),
       repository(
           std::vector<std::filesystem::path>(opts.model_repositories.begin(),
                                              opts.model_repositories.end()),
@@ -42,7 +43,6 @@ server_state::server_state(options o)
                                                 : control_mode::none,
           [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); }),
       shm(opts.allow_client_shm),
-      execution(default_threads(opts.execution_thread_count, 2, 4)),
       body_budget(opts.http_max_inflight_bytes ? opts.http_max_inflight_bytes
                                                : std::max<std::uint64_t>(std::uint64_t{2} << 30,
                                                                          2 * max_body_size())) {

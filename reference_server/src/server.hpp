@@ -78,6 +78,9 @@ struct server_state {
 
   options opts;
   logger log;
+  /// Executions. Declared before the repository so that it outlives the models, whose
+  /// schedulers keep timers on it.
+  boost::asio::thread_pool execution;
   model_repository repository;
   trace_registry traces;
   shm_registry shm;  ///< client shared-memory regions (released at shutdown)
@@ -85,7 +88,6 @@ struct server_state {
   /// One io_context per I/O thread: a connection lives on one of them, so I/O threads never
   /// contend for a shared scheduler. ios.front() also runs signals and shutdown.
   std::vector<std::unique_ptr<boost::asio::io_context>> ios;
-  boost::asio::thread_pool execution;
   /// The io_context for the next accepted connection (round robin).
   boost::asio::io_context& next_io() noexcept {
     return *ios[next_io_.fetch_add(1, std::memory_order_relaxed) % ios.size()];

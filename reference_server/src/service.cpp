@@ -256,6 +256,77 @@ status service::admit(infer_call& call) const {
   return {};
 }
 
+namespace {
+
+// Completes a queued call: its completion is taken out of the call first (it may hold the
+// call), then called.
+void complete(infer_call& call, status st) {
+  auto done = std::move(call.done);
+  call.done = nullptr;
+  call.hooks = {};
+  done(std::move(st));
+}
+
+// A batch the model's scheduler started, on an execution pool thread: requests whose clients
+// gave up while they waited are dropped; one request runs alone (decoupled models included),
+// more run as one execution over the batch dimension.
+void run_batch(std::vector<call_ptr>&& batch) {
+  const std::shared_ptr<model_version> model = batch.front()->model;
+  std::vector<status> results(batch.size());
+  std::vector<std::size_t> live;
+  live.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    model->stats.dequeued();
+    const auto& hooks = batch[i]->hooks;
+    if (hooks.cancelled && hooks.cancelled()) results[i] = cancelled_status();
+    else live.push_back(i);
+  }
+  if (live.size() == 1) {
+    infer_call& call = *batch[live.front()];
+    if (const response_sink* sink = call.hooks.sink) {
+      const auto& cancelled = call.hooks.cancelled;
+      const response_sink checked = [&](v2::infer_response&& r) {
+        return !(cancelled && cancelled()) && (*sink)(std::move(r));
+      };
+      results[live.front()] = execute_guarded(call, &checked);
+    } else {
+      results[live.front()] = execute_guarded(call, nullptr);
+    }
+  } else if (live.size() > 1) {
+    std::vector<batch_member> members;
+    members.reserve(live.size());
+    for (auto i : live) {
+      infer_call& c = *batch[i];
+      members.push_back({&c.request, c.batch_size, &c.times, &c.response, &c.places, {}});
+    }
+    std::shared_ptr<const void> keep;
+    try {
+      execute_batch(*model, members, keep);
+    } catch (const std::bad_alloc&) {
+      for (auto& m : members) m.result = {errc::internal, "failed to allocate memory for the request"};
+    } catch (const std::exception& e) {
+      for (auto& m : members) m.result = {errc::internal, quote_input(e.what())};
+    }
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      results[live[k]] = std::move(members[k].result);
+      batch[live[k]]->batch_data = keep;
+    }
+  }
+  model->instances.release();
+  for (std::size_t i = 0; i < batch.size(); ++i) complete(*batch[i], std::move(results[i]));
+}
+
+// A request that waited in the queue past its timeout (REJECT).
+void expire_call(call_ptr call) {
+  call->model->stats.dequeued();
+  call->model->stats.record_failure(ns_since(call->times.received), false);
+  complete(*call, {errc::unavailable, "Request timeout expired"});
+}
+
+const batch_handlers scheduler_handlers{&run_batch, &expire_call};
+
+}  // namespace
+
 void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::function<void(status)> done) {
   call->times.queued = clock::now();
   if (call->trace)
@@ -266,36 +337,17 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
   if (hooks.cancelled && hooks.cancelled()) return done(cancelled_status());
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
     return done(execute_guarded(*call, nullptr));
-  auto& pool = s_.execution;
+  instance_gate& gate = call->model->instances;
   // The queue policy (schedule_policy): the request's priority level and how long it may wait.
-  const queue_ticket ticket = call->model->instances.ticket(unsigned_parameter(call->request, "priority"),
-                                                            unsigned_parameter(call->request, "timeout"));
-  auto expired = [call, done] {
-    call->model->stats.dequeued();
-    call->model->stats.record_failure(ns_since(call->times.received), false);
-    done({errc::unavailable, "Request timeout expired"});
-  };
+  const queue_ticket ticket = gate.ticket(unsigned_parameter(call->request, "priority"),
+                                          unsigned_parameter(call->request, "timeout"));
+  std::string key = gate.gathers() ? batch_key(call->request) : std::string();
+  call->hooks = std::move(hooks);
+  call->done = std::move(done);
   call->model->stats.enqueued();
-  auto work = [call, hooks, done, &pool] {
+  if (!gate.submit(s_.execution, scheduler_handlers, ticket, call, call->batch_size, std::move(key))) {
     call->model->stats.dequeued();
-    status st;
-    // A request that waited in the queue while its client gave up is not executed.
-    if (hooks.cancelled && hooks.cancelled()) {
-      st = cancelled_status();
-    } else if (hooks.sink) {
-      const response_sink checked = [&hooks](v2::infer_response&& r) {
-        return !(hooks.cancelled && hooks.cancelled()) && (*hooks.sink)(std::move(r));
-      };
-      st = execute_guarded(*call, &checked);
-    } else {
-      st = execute_guarded(*call, nullptr);
-    }
-    call->model->instances.release(pool);
-    done(std::move(st));
-  };
-  if (!call->model->instances.submit(s_.execution, ticket, std::move(work), std::move(expired))) {
-    call->model->stats.dequeued();
-    return done(failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
+    complete(*call, failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
   }
 }
 

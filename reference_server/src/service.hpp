@@ -20,6 +20,15 @@
 
 namespace inferwire::server {
 
+/// What a frontend gives an inference besides the call.
+struct infer_hooks {
+  /// Where a decoupled model's responses go (null: the frontend takes none).
+  const response_sink* sink = nullptr;
+  /// True once the client gave up (empty: never). Checked before the call runs and before
+  /// each decoupled response.
+  std::function<bool()> cancelled;
+};
+
 /// One inference on its way through the service: the model found, the request the frontend
 /// decoded, its shared-memory places and, once run, the response. Frontends may derive from it
 /// to keep what the request's bytes live in.
@@ -33,15 +42,11 @@ struct infer_call {
   /// Set when this request is traced (trace extension); the frontend stamps its receive and
   /// send times and hands the record to the trace registry once the reply is sent.
   std::shared_ptr<trace_record> trace;
-};
-
-/// What a frontend gives an inference besides the call.
-struct infer_hooks {
-  /// Where a decoupled model's responses go (null: the frontend takes none).
-  const response_sink* sink = nullptr;
-  /// True once the client gave up (empty: never). Checked before the call runs and before
-  /// each decoupled response.
-  std::function<bool()> cancelled;
+  /// While queued: the frontend's hooks and completion (taken out when it completes).
+  infer_hooks hooks;
+  std::function<void(status)> done;
+  /// What the response's data views when the call ran in a dynamic batch.
+  std::shared_ptr<const void> batch_data;
 };
 
 class service {
@@ -106,7 +111,8 @@ class service {
   /// Shared memory and validation of the decoded request; a failure is counted.
   status admit(infer_call& call) const;
   /// Runs an admitted call: on the calling thread when it is small (runs_inline), otherwise on
-  /// the execution pool behind the model's instance gate, refused when its queue is full.
+  /// the execution pool behind the model's scheduler (instance_gate: the dynamic batcher and
+  /// its queue policy), refused when its queue is full.
   /// `done` is called exactly once, on whichever thread finished the call; nothing waits.
   void infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::function<void(status)> done);
 

@@ -16,22 +16,42 @@ void add(v2::statistic_duration& d, std::uint64_t ns, std::uint64_t count = 1) {
 
 void version_stats::record_success(std::uint64_t batch_size, const durations& d) {
   std::lock_guard lock(mu_);
+  add_request(batch_size, d);
+  add_execution(batch_size, d.input_ns, d.infer_ns, d.output_ns);
+}
+
+void version_stats::record_request(std::uint64_t batch_size, const durations& d) {
+  std::lock_guard lock(mu_);
+  add_request(batch_size, d);
+}
+
+void version_stats::record_execution(std::uint64_t batch_size, std::uint64_t input_ns,
+                                     std::uint64_t infer_ns, std::uint64_t output_ns) {
+  std::lock_guard lock(mu_);
+  add_execution(batch_size, input_ns, infer_ns, output_ns);
+}
+
+void version_stats::add_request(std::uint64_t batch_size, const durations& d) {
   add(inference_.success, d.request_ns);
   add(inference_.queue, d.queue_ns);
   add(inference_.compute_input, d.input_ns);
   add(inference_.compute_infer, d.infer_ns);
   add(inference_.compute_output, d.output_ns);
   inference_count_ += batch_size;
-  execution_count_ += 1;
   last_inference_ms_ = now_ms();
-  auto& b = batches_[batch_size];
-  b.batch_size = batch_size;
-  add(b.compute_input, d.input_ns);
-  add(b.compute_infer, d.infer_ns);
-  add(b.compute_output, d.output_ns);
   const std::size_t slot = recent_count_++ % recent_window;
   const std::uint64_t ns[duration_kinds] = {d.request_ns, d.queue_ns, d.input_ns, d.infer_ns, d.output_ns};
   for (std::size_t k = 0; k < duration_kinds; ++k) recent_[k][slot] = static_cast<double>(ns[k]) / 1000.0;
+}
+
+void version_stats::add_execution(std::uint64_t batch_size, std::uint64_t input_ns, std::uint64_t infer_ns,
+                                  std::uint64_t output_ns) {
+  execution_count_ += 1;
+  auto& b = batches_[batch_size];
+  b.batch_size = batch_size;
+  add(b.compute_input, input_ns);
+  add(b.compute_infer, infer_ns);
+  add(b.compute_output, output_ns);
 }
 
 std::array<std::vector<double>, version_stats::duration_kinds> version_stats::recent() const {

@@ -28,7 +28,13 @@ class version_stats {
     std::uint64_t infer_ns = 0;
     std::uint64_t output_ns = 0;
   };
+  /// A request that executed alone: the request and its execution.
   void record_success(std::uint64_t batch_size, const durations& d);
+  /// A request of a dynamic batch (inference_count, its durations), and the batch's one
+  /// execution (execution_count, batch_stats under the batch's size).
+  void record_request(std::uint64_t batch_size, const durations& d);
+  void record_execution(std::uint64_t batch_size, std::uint64_t input_ns, std::uint64_t infer_ns,
+                        std::uint64_t output_ns);
   /// `backend` separates execution failures from rejected requests (metrics label).
   void record_failure(std::uint64_t request_ns, bool backend);
 
@@ -60,6 +66,10 @@ class version_stats {
   std::uint64_t fail_rejected_ = 0;
   std::uint64_t fail_backend_ = 0;
   std::map<std::uint64_t, v2::batch_statistics> batches_;
+
+  void add_request(std::uint64_t batch_size, const durations& d);  // under mu_
+  void add_execution(std::uint64_t batch_size, std::uint64_t input_ns, std::uint64_t infer_ns,
+                     std::uint64_t output_ns);  // under mu_
 };
 
 }  // namespace inferwire::server

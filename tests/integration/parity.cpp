@@ -14,6 +14,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -519,4 +520,63 @@ TEST_CASE("parity: a request timeout in the queue over gRPC", "[parity][grpc][sc
   CHECK(late.text == "Request timeout expired");
   CHECK(first.get().code == 0);
   // The same over HTTP gives 503 with the same text (tests/integration/transport.cpp).
+}
+
+TEST_CASE("parity: dynamic batching and its queue limit over gRPC", "[parity][grpc][batching]") {
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0"});
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  // batch_simple over gRPC: concurrent requests share executions, each gets its own sums.
+  auto add_sub = [&](int k) {
+    inference::ModelInferRequest q;
+    q.set_model_name("batch_simple");
+    std::vector<std::int32_t> a(16), b(16, k);
+    for (int i = 0; i < 16; ++i) a[static_cast<std::size_t>(i)] = k * 100 + i;
+    for (const char* name : {"INPUT0", "INPUT1"}) {
+      auto* in = q.add_inputs();
+      in->set_name(name);
+      in->set_datatype("INT32");
+      in->add_shape(1);
+      in->add_shape(16);
+    }
+    q.add_raw_input_contents(le_bytes(a));
+    q.add_raw_input_contents(le_bytes(b));
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    const grpc::Status st = stub->ModelInfer(&ctx, q, &r);
+    bool right = st.ok() && r.raw_output_contents_size() == 2;
+    for (int i = 0; right && i < 16; ++i) {
+      std::int32_t sum = 0, diff = 0;
+      std::memcpy(&sum, r.raw_output_contents(0).data() + 4 * i, 4);
+      std::memcpy(&diff, r.raw_output_contents(1).data() + 4 * i, 4);
+      right = sum == k * 100 + i + k && diff == k * 100 + i - k;
+    }
+    return right;
+  };
+  std::vector<std::future<bool>> calls;
+  for (int k = 0; k < 12; ++k) calls.push_back(std::async(std::launch::async, add_sub, k));
+  for (auto& c : calls) CHECK(c.get());
+  {
+    grpc::ClientContext ctx;
+    inference::ModelStatisticsRequest q;
+    q.set_name("batch_simple");
+    inference::ModelStatisticsResponse r;
+    REQUIRE(stub->ModelStatistics(&ctx, q, &r).ok());
+    CHECK(r.model_stats(0).inference_count() == 12);
+    CHECK(r.model_stats(0).execution_count() < 12);
+  }
+  // batch_priority: one instance busy for 300 ms, batches of 4, at most 6 queued per level.
+  infer_spec spec;
+  spec.model = "batch_priority";
+  spec.inputs = {{"INPUT0", "INT32", {1, 1}}};
+  auto first = std::async(std::launch::async, [&] { return infer_grpc(spec)(*stub, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::vector<std::future<answer>> queued;
+  for (int i = 0; i < 6; ++i) queued.push_back(std::async(std::launch::async, [&] { return infer_grpc(spec)(*stub, {}); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const answer full = infer_grpc(spec)(*stub, {});
+  CHECK(full.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  CHECK(full.text == "Exceeds maximum queue size");
+  CHECK(first.get().code == 0);
+  for (auto& q : queued) CHECK(q.get().code == 0);
 }

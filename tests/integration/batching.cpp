@@ -1,0 +1,236 @@
+// The dynamic batcher over HTTP: requests gathered into shared executions under concurrency,
+// each answered with its own rows; priority order and queue limits inside the batcher; clients
+// that go away while queued.
+#include "common.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <random>
+#include <thread>
+
+using namespace iwtest;
+
+namespace {
+
+// One request to batch_identity: `rows` x `len` INT32 values and strings derived from `seed`.
+struct mixed_request {
+  int seed = 0;
+  int rows = 1;
+  int len = 2;
+  int priority = 0;  ///< 0: none given
+
+  std::vector<int> ints() const {
+    std::vector<int> v;
+    for (int i = 0; i < rows * len; ++i) v.push_back(seed * 1000 + i);
+    return v;
+  }
+  std::vector<std::string> strings() const {
+    std::vector<std::string> v;
+    for (int i = 0; i < rows * len; ++i) v.push_back("s" + std::to_string(seed) + "_" + std::string(static_cast<std::size_t>(i % 5), 'x'));
+    return v;
+  }
+  std::string body() const {
+    const std::string shape = "[" + std::to_string(rows) + "," + std::to_string(len) + "]";
+    std::string strs = "[";
+    for (const auto& s : strings()) strs += (strs.size() > 1 ? ",\"" : "\"") + s + "\"";
+    strs += "]";
+    std::string b = R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":)" + shape + R"(,"data":)" +
+                    json_array(ints()) + R"(},{"name":"INPUT1","datatype":"BYTES","shape":)" + shape +
+                    R"(,"data":)" + strs + "}]";
+    if (priority) b += R"(,"parameters":{"priority":)" + std::to_string(priority) + "}";
+    return b + "}";
+  }
+};
+
+const boost::json::object& output_of(const boost::json::value& response, std::string_view name) {
+  for (const auto& o : response.at("outputs").as_array())
+    if (o.at("name").as_string() == name) return o.as_object();
+  throw std::runtime_error("no output " + std::string(name));
+}
+
+std::vector<std::int64_t> ints_of(const boost::json::value& v) {
+  std::vector<std::int64_t> out;
+  for (const auto& x : v.as_array()) out.push_back(x.to_number<std::int64_t>());
+  return out;
+}
+
+boost::json::object stats_of(const std::string& model) {
+  auto r = get("/v2/models/" + model + "/stats");
+  REQUIRE(r.status == 200);
+  return boost::json::parse(r.body).at("model_stats").at(0).as_object();
+}
+
+std::uint64_t count_of(const boost::json::object& stats, const char* key) {
+  return stats.at(key).to_number<std::uint64_t>();
+}
+
+std::string ids_body(int value, int rows = 1) {
+  std::vector<int> v(static_cast<std::size_t>(rows), value);
+  return R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[)" + std::to_string(rows) +
+         R"(,1],"data":)" + json_array(v) + "}]" +
+         (value >= 100 ? R"(,"parameters":{"priority":1})" : "") + "}";
+}
+
+}  // namespace
+
+TEST_CASE("dynamic batching: a random mix of shapes and priorities, each answered with its own rows",
+          "[batching]") {
+  // batch_identity: up to 8 rows per execution, 20 ms batching delay, 40 ms per execution.
+  // Requests of two shapes (rows of 2 or 3 elements) cannot share an execution; each is
+  // answered with exactly its own inputs.
+  const int port = shared_server().http_port();
+  std::mt19937 rng(20261123);
+  std::vector<mixed_request> reqs;
+  for (int i = 0; i < 32; ++i)
+    reqs.push_back({i + 1, 1 + static_cast<int>(rng() % 3), 2 + static_cast<int>(rng() % 2), static_cast<int>(rng() % 3)});
+  std::vector<std::unique_ptr<connection>> conns;
+  for (const auto& q : reqs) {
+    conns.push_back(std::make_unique<connection>(port));
+    conns.back()->send(request_text("POST", "/v2/models/batch_identity/infer", q.body()));
+  }
+  std::uint64_t rows = 0;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    auto r = conns[i]->read();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const auto v = boost::json::parse(r->body);
+    const auto& q = reqs[i];
+    const auto& o0 = output_of(v, "OUTPUT0");
+    CHECK(ints_of(o0.at("shape")) == std::vector<std::int64_t>{q.rows, q.len});
+    const auto want = q.ints();
+    CHECK(ints_of(o0.at("data")) == std::vector<std::int64_t>(want.begin(), want.end()));
+    const auto& o1 = output_of(v, "OUTPUT1");
+    std::vector<std::string> got;
+    for (const auto& s : o1.at("data").as_array()) got.emplace_back(s.as_string());
+    CHECK(got == q.strings());
+    rows += static_cast<std::uint64_t>(q.rows);
+  }
+  // Executions were shared: fewer executions than requests; every row is counted once, in a
+  // batch of at most 8.
+  const auto s = stats_of("batch_identity");
+  CHECK(count_of(s, "inference_count") == rows);
+  CHECK(count_of(s, "execution_count") < reqs.size());
+  std::uint64_t batched_rows = 0, executions = 0;
+  for (const auto& b : s.at("batch_stats").as_array()) {
+    const auto size = b.at("batch_size").to_number<std::uint64_t>();
+    const auto n = b.at("compute_infer").at("count").to_number<std::uint64_t>();
+    CHECK(size <= 8);
+    batched_rows += size * n;
+    executions += n;
+  }
+  CHECK(batched_rows == rows);
+  CHECK(executions == count_of(s, "execution_count"));
+  CHECK(s.at("inference_stats").at("success").at("count").to_number<std::uint64_t>() == reqs.size());
+}
+
+TEST_CASE("dynamic batching: add/sub over batches, two instances at once", "[batching]") {
+  // batch_simple: preferred sizes 4 and 8, up to 200 ms of delay, two instances.
+  const int port = shared_server().http_port();
+  std::vector<std::unique_ptr<connection>> conns;
+  auto body = [](int k) {
+    std::vector<int> a(16), b(16);
+    for (int i = 0; i < 16; ++i) {
+      a[static_cast<std::size_t>(i)] = k * 100 + i;
+      b[static_cast<std::size_t>(i)] = k;
+    }
+    return R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":)" + json_array(a) +
+           R"(},{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":)" + json_array(b) + "}]}";
+  };
+  constexpr int n = 16;
+  for (int k = 0; k < n; ++k) {
+    conns.push_back(std::make_unique<connection>(port));
+    conns.back()->send(request_text("POST", "/v2/models/batch_simple/infer", body(k)));
+  }
+  for (int k = 0; k < n; ++k) {
+    auto r = conns[static_cast<std::size_t>(k)]->read();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const auto v = boost::json::parse(r->body);
+    std::vector<std::int64_t> sum, diff;
+    for (int i = 0; i < 16; ++i) {
+      sum.push_back(k * 100 + i + k);
+      diff.push_back(k * 100 + i - k);
+    }
+    CHECK(ints_of(output_of(v, "OUTPUT0").at("data")) == sum);
+    CHECK(ints_of(output_of(v, "OUTPUT1").at("data")) == diff);
+  }
+  const auto s = stats_of("batch_simple");
+  CHECK(count_of(s, "inference_count") == n);
+  CHECK(count_of(s, "execution_count") < n);
+}
+
+TEST_CASE("dynamic batching: higher priority requests form the next batch and the queue limit holds",
+          "[batching][schedule]") {
+  // batch_priority: one instance, 300 ms per execution, up to 4 rows, no batching delay; the
+  // default level (2) queues at most 6 requests.
+  const int port = shared_server().http_port();
+  connection a(port);
+  a.send(request_text("POST", "/v2/models/batch_priority/infer", ids_body(1)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // A runs, the rest queue
+  std::vector<std::unique_ptr<connection>> low, high;
+  for (int i = 0; i < 6; ++i) {
+    low.push_back(std::make_unique<connection>(port));
+    low.back()->send(request_text("POST", "/v2/models/batch_priority/infer", ids_body(10 + i)));
+  }
+  for (int i = 0; i < 4; ++i) {
+    high.push_back(std::make_unique<connection>(port));
+    high.back()->send(request_text("POST", "/v2/models/batch_priority/infer", ids_body(100 + i)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The default level is full: a seventh request there is refused at once.
+  auto full = post("/v2/models/batch_priority/infer", ids_body(20));
+  CHECK(full.status == 503);
+  CHECK(error_of(full) == "Exceeds maximum queue size");
+  auto ra = a.read();
+  REQUIRE(ra);
+  CHECK(ra->status == 200);
+  // The four high-priority requests make the next batch (they came after the low ones).
+  for (int i = 0; i < 4; ++i) {
+    auto r = high[static_cast<std::size_t>(i)]->read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) == std::vector<std::int64_t>{100 + i});
+  }
+  CHECK_FALSE(low.front()->readable_now());
+  for (int i = 0; i < 6; ++i) {
+    auto r = low[static_cast<std::size_t>(i)]->read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) == std::vector<std::int64_t>{10 + i});
+  }
+  // A, the high batch, then the low ones in two batches (4 and 2).
+  const auto s = stats_of("batch_priority");
+  CHECK(count_of(s, "inference_count") == 11);
+  CHECK(count_of(s, "execution_count") == 4);
+}
+
+TEST_CASE("dynamic batching: clients that leave while queued lose nothing for the others",
+          "[batching]") {
+  const int port = shared_server().http_port();
+  std::vector<mixed_request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back({i + 1, 1, 2, 0});
+  std::vector<std::unique_ptr<connection>> conns;
+  for (const auto& q : reqs) {
+    conns.push_back(std::make_unique<connection>(port));
+    conns.back()->send(request_text("POST", "/v2/models/batch_identity/infer", q.body()));
+  }
+  // Every other client goes away before its answer.
+  for (std::size_t i = 0; i < conns.size(); i += 2) conns[i].reset();
+  for (std::size_t i = 1; i < conns.size(); i += 2) {
+    auto r = conns[i]->read();
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const auto want = reqs[i].ints();
+    CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) ==
+          std::vector<std::int64_t>(want.begin(), want.end()));
+  }
+  // Answered once: nothing more arrives on the connections that stayed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (std::size_t i = 1; i < conns.size(); i += 2) CHECK_FALSE(conns[i]->readable_now());
+  // The model still serves, and every request is accounted for once: executed or not.
+  CHECK(post("/v2/models/batch_identity/infer", reqs[0].body()).status == 200);
+  const auto s = stats_of("batch_identity");
+  const auto ok = s.at("inference_stats").at("success").at("count").to_number<std::uint64_t>();
+  CHECK(ok >= 7);
+  CHECK(ok <= 13);
+}
