@@ -204,13 +204,18 @@ class identity_backend final : public backend {
   }
 };
 
-double control_value(const execution& e, control_kind k, double fallback) {
+// The value of a control input for batch row `row` (the sequence batcher injects one element
+// per row; rows of an `oldest` batch belong to different sequences).
+double control_value(const execution& e, control_kind k, double fallback, std::int64_t row = 0) {
   if (!e.config.sequence) return fallback;
   const auto* c = e.config.sequence->find(k);
   if (!c) return fallback;
   const auto* in = e.input(c->input);
   if (!in || in->data.empty()) return fallback;
-  const std::byte* p = in->data.bytes().data();
+  const std::size_t width = in->datatype == data_type::bool_ ? 1 : (in->datatype == data_type::uint64 || in->datatype == data_type::int64) ? 8 : 4;
+  const auto at = static_cast<std::size_t>(row) * width;
+  if (in->data.size() < at + width) return fallback;
+  const std::byte* p = in->data.bytes().data() + at;
   switch (in->datatype) {
     case data_type::int32: return load<std::int32_t>(p);
     case data_type::fp32: return load<float>(p);
@@ -235,35 +240,42 @@ class sequence_backend final : public backend {
       return {errc::internal, "sequence backends need one INT32 input and one INT32 output"};
     const auto* in = e.input(c.inputs[0].name);
     if (!in) return missing_input(e, c.inputs[0].name);
-    const auto start = static_cast<std::int64_t>(control_value(e, control_kind::start, 0));
-    const auto ready = static_cast<std::int64_t>(control_value(e, control_kind::ready, 1));
-    const auto end = static_cast<std::int64_t>(control_value(e, control_kind::end, 0));
-    std::int64_t corrid = 0;
-    if (const auto* cc = c.sequence ? c.sequence->find(control_kind::corrid) : nullptr;
-        cc && cc->datatype != data_type::bytes)
-      corrid = static_cast<std::int64_t>(control_value(e, control_kind::corrid, 0));
-    else
-      corrid = parse_int32(e.correlation_id);
-
+    // Row by row: in an `oldest` batch each row is its own sequence, with its own controls and
+    // state (e.row_sequences); otherwise every row is the request's sequence.
+    const std::int64_t rows = std::max<std::int64_t>(e.batch_size, 1);
     const std::size_t n = in->data.size() / 4;
+    const std::size_t per_row = n / static_cast<std::size_t>(rows);
+    const auto* cc = c.sequence ? c.sequence->find(control_kind::corrid) : nullptr;
     std::string out(n * 4, '\0');
-    for (std::size_t i = 0; i < n; ++i) {
-      std::int64_t x = load<std::int32_t>(in->data.bytes().data() + i * 4);
-      std::int64_t r = 0;
-      switch (mode_) {
-        case mode::plain: r = (x + start) * ready; break;
-        case mode::dyna: r = (x + start + end * static_cast<std::int32_t>(corrid)) * ready; break;
-        case mode::accumulate: {
-          if (!e.sequence) return {errc::internal, "accumulator model without a sequence"};
-          if (!ready) break;
-          std::int64_t acc = start ? x : e.sequence->accumulator + x;
-          if (end) acc += corrid;
-          e.sequence->accumulator = acc;
-          r = acc;
-          break;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const auto start = static_cast<std::int64_t>(control_value(e, control_kind::start, 0, row));
+      const auto ready = static_cast<std::int64_t>(control_value(e, control_kind::ready, 1, row));
+      const auto end = static_cast<std::int64_t>(control_value(e, control_kind::end, 0, row));
+      const auto r_index = static_cast<std::size_t>(row);
+      std::int64_t corrid = 0;
+      if (cc && cc->datatype != data_type::bytes)
+        corrid = static_cast<std::int64_t>(control_value(e, control_kind::corrid, 0, row));
+      else
+        corrid = parse_int32(r_index < e.row_correlation_ids.size() ? e.row_correlation_ids[r_index] : e.correlation_id);
+      sequence_state* seq = r_index < e.row_sequences.size() ? e.row_sequences[r_index] : e.sequence;
+      for (std::size_t i = r_index * per_row; i < (r_index + 1) * per_row; ++i) {
+        std::int64_t x = load<std::int32_t>(in->data.bytes().data() + i * 4);
+        std::int64_t r = 0;
+        switch (mode_) {
+          case mode::plain: r = (x + start) * ready; break;
+          case mode::dyna: r = (x + start + end * static_cast<std::int32_t>(corrid)) * ready; break;
+          case mode::accumulate: {
+            if (!seq) return {errc::internal, "accumulator model without a sequence"};
+            if (!ready) break;
+            std::int64_t acc = start ? x : seq->accumulator + x;
+            if (end) acc += corrid;
+            seq->accumulator = acc;
+            r = acc;
+            break;
+          }
         }
+        store(out.data() + i * 4, static_cast<std::int32_t>(r));
       }
-      store(out.data() + i * 4, static_cast<std::int32_t>(r));
     }
     apply_delay(c);
     e.outputs.push_back(make_output(c.outputs[0], in->shape, std::move(out)));

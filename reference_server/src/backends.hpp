@@ -42,6 +42,9 @@ struct execution {
   std::int64_t batch_size = 1;        ///< 1 for models without batching
   sequence_state* sequence = nullptr; ///< the sequence's state (sequence models)
   std::string correlation_id;         ///< the sequence's correlation ID as text
+  /// An `oldest` sequence batch: each row's sequence and correlation ID (empty otherwise).
+  std::span<sequence_state* const> row_sequences;
+  std::span<const std::string> row_correlation_ids;
   std::vector<v2::infer_output> outputs;  ///< every model output, full shapes
   /// Where inputs[i]'s bytes are when they are device memory (parallel to `inputs`, may be
   /// shorter; host inputs have data == nullptr here). Only GPU backends see device inputs.

@@ -339,13 +339,29 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
   return in;
 }
 
+// The correlation ID of a sequence request (`sequence_id`: uint64, int64 or string).
+void read_sequence_id(const v2::infer_request& r, std::string& text, std::uint64_t& number, bool& string_id) {
+  const auto* idp = r.parameters.find("sequence_id");
+  if (!idp) return;
+  if (const auto* s = std::get_if<std::string>(idp)) {
+    text = *s;
+    string_id = true;
+  } else if (const auto* u = std::get_if<std::uint64_t>(idp)) {
+    number = *u;
+    text = std::to_string(*u);
+  } else if (const auto* i = std::get_if<std::int64_t>(idp)) {
+    number = static_cast<std::uint64_t>(*i);
+    text = std::to_string(*i);
+  }
+}
+
 // One request's way through its model version, a helper per step of execute_request.
 class request_run {
  public:
   request_run(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
               const tensor_places* places)
       : model_(model), c_(*model.config), r_(r), places_(places),
-        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, nullptr, {}} {}
+        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}, {}, nullptr, {}} {}
 
   void traced_by(trace_record* t) noexcept { e_.trace = t; }
   /// The outputs of this request computed elsewhere (its rows of a batch's execution).
@@ -385,25 +401,13 @@ class request_run {
   // Sequence models (v2-protocol §7): the correlation ID, the sequence's slot, and the
   // control tensors the sequence batcher injects. Holds the model's sequence lock until the
   // execution is over.
-  status begin_sequence() {
+  status begin_sequence(bool lock = true) {
     if (!c_.sequence) return {};
-    sequence_lock_ = std::unique_lock(model_.sequence_mu);
-    const auto* idp = r_.parameters.find("sequence_id");
+    if (lock) sequence_lock_ = std::unique_lock(model_.sequence_mu);
     std::string id_text;
     std::uint64_t id_number = 0;
     bool string_id = false;
-    if (idp) {
-      if (const auto* s = std::get_if<std::string>(idp)) {
-        id_text = *s;
-        string_id = true;
-      } else if (const auto* u = std::get_if<std::uint64_t>(idp)) {
-        id_number = *u;
-        id_text = std::to_string(*u);
-      } else if (const auto* i = std::get_if<std::int64_t>(idp)) {
-        id_number = static_cast<std::uint64_t>(*i);
-        id_text = std::to_string(*i);
-      }
-    }
+    read_sequence_id(r_, id_text, id_number, string_id);
     const std::string pfx = prefix_of(r_);
     if (id_text.empty() || (!string_id && id_number == 0))
       return {errc::invalid_arg, pfx + "inference request to model '" + c_.name +
@@ -460,6 +464,15 @@ class request_run {
       return {};
     };
     return {};
+  }
+
+  /// The inputs the backend gets (with a sequence's control tensors).
+  std::span<const v2::infer_input> inputs() const noexcept { return e_.inputs; }
+  sequence_state* sequence() const noexcept { return e_.sequence; }
+  const std::string& correlation_id() const noexcept { return e_.correlation_id; }
+  /// After a batch ran: a sequence's last request ends the sequence.
+  void end_sequence() {
+    if (c_.sequence && sequence_end_) model_.sequences.end(sequence_key_);
   }
 
   // The backend's run; a sequence's last request ends the sequence either way.
@@ -657,17 +670,24 @@ status row_offsets(const v2::infer_output& o, std::int64_t rows, std::vector<std
 // Concatenates the members' inputs along the batch dimension: in host memory, or in device
 // memory of the model's GPU when its backend runs there (one copy per member, straight from
 // wherever the member's tensor is, CUDA shared memory included).
-status gather_inputs(const model_version& model, std::span<batch_member> members, std::int64_t rows,
+// A member of a batch being run: its request's run (sequence controls included) and its place.
+struct batch_entry {
+  batch_member* member;
+  std::unique_ptr<request_run> run;
+};
+
+status gather_inputs(const model_version& model, std::span<const batch_entry> members, std::int64_t rows,
                      batch_storage& b) {
   const model_config& c = *model.config;
-  const auto& first = *members.front().request;
   const bool on_device = model.impl->on_gpu();
-  for (const auto& proto : first.inputs) {
+  // Every member has the same inputs (equal batch keys) and the same control tensors.
+  for (const auto& proto : members.front().run->inputs()) {
     std::size_t total = 0;
     std::vector<placement> parts;
     parts.reserve(members.size());
-    for (const auto& m : members) {
-      const auto& in = m.request->inputs;
+    for (const auto& [mp, run] : members) {
+      const batch_member& m = *mp;
+      const auto in = run->inputs();
       const auto it = std::find_if(in.begin(), in.end(), [&](const auto& i) { return i.name == proto.name; });
       if (it == in.end()) return {errc::internal, "batched requests differ in their inputs"};
       const auto j = static_cast<std::size_t>(it - in.begin());
@@ -715,28 +735,54 @@ status gather_inputs(const model_version& model, std::span<batch_member> members
 
 }  // namespace
 
-void execute_batch(model_version& model, std::span<batch_member> members, std::shared_ptr<const void>& keep) {
+void execute_batch(model_version& model, std::span<batch_member> all, std::shared_ptr<const void>& keep) {
   const model_config& c = *model.config;
   const auto start = clock::now();
+  // Sequence models (`oldest`): each member's sequence is resolved under the model's sequence
+  // lock, held until the batch ran; a member refused there fails alone.
+  std::unique_lock<std::mutex> sequence_lock;
+  if (c.sequence) sequence_lock = std::unique_lock(model.sequence_mu);
+  std::vector<batch_entry> members;
+  members.reserve(all.size());
   std::int64_t rows = 0;
-  for (auto& m : members) {
+  for (auto& m : all) {
     m.times->compute_start = start;
+    auto run = std::make_unique<request_run>(model, *m.request, m.batch_size, m.places);
+    if (auto st = run->begin_sequence(false)) {
+      m.result = st;
+      model.stats.record_failure(ns_between(m.times->received, clock::now()), false);
+      continue;
+    }
     rows += m.batch_size;
+    members.push_back({&m, std::move(run)});
   }
+  if (members.empty()) return;
   auto fail_all = [&](const status& st, bool backend) {
     const auto now = clock::now();
-    for (auto& m : members) {
-      m.result = st;
-      model.stats.record_failure(ns_between(m.times->received, now), backend);
+    for (auto& [m, run] : members) {
+      m->result = st;
+      model.stats.record_failure(ns_between(m->times->received, now), backend);
     }
   };
+  // Each row's sequence and correlation ID.
+  std::vector<sequence_state*> row_sequences;
+  std::vector<std::string> row_ids;
+  if (c.sequence)
+    for (const auto& [m, run] : members)
+      for (std::int64_t r = 0; r < m->batch_size; ++r) {
+        row_sequences.push_back(run->sequence());
+        row_ids.push_back(run->correlation_id());
+      }
   auto b = std::make_shared<batch_storage>();
   // Inputs view these buffers (a short string's bytes live in the object): none may move.
-  b->host_inputs.reserve(members.front().request->inputs.size());
+  b->host_inputs.reserve(members.front().run->inputs().size());
   if (auto st = gather_inputs(model, members, rows, *b)) return fail_all(st, false);
-  execution e{c, b->inputs, rows, nullptr, {}, {}, b->input_places, {}, nullptr, {}};
+  execution e{c, b->inputs, rows, nullptr, {}, row_sequences, row_ids, {}, b->input_places, {}, nullptr, {}};
   const auto inputs_ready = clock::now();
-  if (auto st = model.impl->execute(e)) return fail_all(st, true);
+  status executed_status = model.impl->execute(e);
+  for (auto& [m, run] : members) run->end_sequence();
+  if (sequence_lock.owns_lock()) sequence_lock.unlock();
+  if (executed_status) return fail_all(executed_status, true);
   const auto executed = clock::now();
   b->outputs = std::move(e.outputs);
   // Each output's row boundaries, then each member's rows as views.
@@ -746,7 +792,8 @@ void execute_batch(model_version& model, std::span<batch_member> members, std::s
   const std::uint64_t input_ns = ns_between(start, inputs_ready), infer_ns = ns_between(inputs_ready, executed);
   std::int64_t row = 0;
   std::uint64_t output_ns_total = 0;
-  for (auto& m : members) {
+  for (auto& [mp, run] : members) {
+    batch_member& m = *mp;
     std::vector<v2::infer_output> mine;
     mine.reserve(b->outputs.size());
     for (std::size_t k = 0; k < b->outputs.size(); ++k) {
@@ -765,9 +812,8 @@ void execute_batch(model_version& model, std::span<batch_member> members, std::s
     row += m.batch_size;
     m.times->compute_input_end = inputs_ready;
     const auto out_start = m.times->compute_output_start = clock::now();
-    request_run run(model, *m.request, m.batch_size, m.places);
-    run.adopt_outputs(std::move(mine));
-    m.result = run.finish(*m.response);
+    run->adopt_outputs(std::move(mine));
+    m.result = run->finish(*m.response);
     const auto done = m.times->compute_end = clock::now();
     output_ns_total += ns_between(out_start, done);
     if (m.result) {
@@ -786,6 +832,14 @@ void execute_batch(model_version& model, std::span<batch_member> members, std::s
   keep = std::move(b);
 }
 
+std::string sequence_group(const v2::infer_request& r) {
+  std::string text;
+  std::uint64_t number = 0;
+  bool string_id = false;
+  read_sequence_id(r, text, number, string_id);
+  return text.empty() ? text : (string_id ? "s:" : "u:") + text;
+}
+
 void stamp_core(trace_record& t, const request_clock& times) {
   t.stamp("REQUEST_START", times.received);
   t.stamp("QUEUE_START", times.queued);
@@ -799,7 +853,9 @@ void stamp_core(trace_record& t, const request_clock& times) {
 bool runs_inline(const model_version& model, const v2::infer_request& request, const tensor_places& places) {
   constexpr std::size_t inline_execution_limit = 64 * 1024;
   const model_config& c = *model.config;
-  if (c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching()) return false;
+  if (c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching() ||
+      (c.sequence && c.proto.sequence_batching().has_oldest()))
+    return false;
   const bool gpu_model = model.impl->on_gpu();
   std::size_t input_bytes = 0;
   for (std::size_t i = 0; i < request.inputs.size(); ++i)

@@ -76,6 +76,10 @@ status execute_request(model_version& model, const v2::infer_request& request,
 /// names, types and shapes past the batch dimension.
 std::string batch_key(const v2::infer_request& request);
 
+/// The sequence a request belongs to ("" when it names none): at most one request of a
+/// sequence goes into one batch (the sequence batcher's `oldest` strategy).
+std::string sequence_group(const v2::infer_request& request);
+
 /// One request of a batch that executes at once.
 struct batch_member {
   const v2::infer_request* request = nullptr;
@@ -89,7 +93,9 @@ struct batch_member {
 /// Runs validated requests of `model` with equal batch keys as one backend execution over the
 /// batch dimension (their inputs concatenated, in device memory when the backend runs on a GPU),
 /// then splits the outputs by rows and builds each member's response and result as
-/// execute_request would. Statistics: each request as a request, the batch as one execution.
+/// execute_request would. Sequence models (`oldest` strategy): each member is one sequence's
+/// request, its rows get its control values and sequence state; a member whose sequence is
+/// refused fails alone. Statistics: each request as a request, the batch as one execution.
 /// `keep` receives what the responses' data views; it must outlive them.
 void execute_batch(model_version& model, std::span<batch_member> members, std::shared_ptr<const void>& keep);
 

@@ -67,15 +67,21 @@ void instance_gate::configure(std::size_t instances, const model_config& c, std:
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
                        : levels - 1;
   // Gathering: Triton's dynamic batcher, for models that batch and are neither sequences
-  // (the sequence batcher's) nor decoupled.
-  const bool gathers = c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled;
+  // (the sequence batcher's) nor decoupled; and the sequence batcher's `oldest` strategy.
+  const bool oldest = c.sequence && c.max_batch_size > 0 && !c.decoupled && c.proto.sequence_batching().has_oldest();
+  const bool gathers = oldest || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
   max_batch_ = gathers ? c.max_batch_size : 0;
   preferred_.clear();
+  const auto& preferred = oldest ? c.proto.sequence_batching().oldest().preferred_batch_size() : b.preferred_batch_size();
   if (gathers)
-    for (auto p : b.preferred_batch_size())
+    for (auto p : preferred)
       if (p > 0 && p <= max_batch_) preferred_.push_back(p);
   std::sort(preferred_.begin(), preferred_.end());
-  max_delay_ = std::chrono::microseconds(std::min<std::uint64_t>(b.max_queue_delay_microseconds(), std::uint64_t{1} << 40));
+  const std::uint64_t delay = oldest ? c.proto.sequence_batching().oldest().max_queue_delay_microseconds()
+                                     : b.max_queue_delay_microseconds();
+  max_delay_ = std::chrono::microseconds(std::min<std::uint64_t>(delay, std::uint64_t{1} << 40));
+  // A sequence's requests run in order: one `oldest` batch at a time.
+  if (oldest) instances_ = 1;
 }
 
 queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
@@ -90,7 +96,7 @@ queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout
 }
 
 bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
-                           call_ptr call, std::int64_t rows, std::string key) {
+                           call_ptr call, std::int64_t rows, std::string key, std::string group) {
   {
     std::lock_guard lock(mu_);
     auto& q = queues_[t.level];
@@ -100,7 +106,7 @@ bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers&
     handlers_ = &handlers;
     const bool timed = t.deadline.time_since_epoch().count() != 0;
     if (timed) ++with_deadline_[t.level];
-    q.push_back({std::move(call), rows, std::move(key), clock::now(), t.deadline, t.delay});
+    q.push_back({std::move(call), rows, std::move(key), std::move(group), clock::now(), t.deadline, t.delay});
   }
   dispatch();
   return true;
@@ -169,12 +175,15 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
   const entry* first = nullptr;
   std::int64_t total = 0;
   bool closed = false;  // the batch cannot grow: full, or the next request does not fit it
+  std::vector<std::string_view> groups;  // the sequences in the batch
   auto consider = [&](std::size_t level, std::size_t i) {
     const entry& e = queues_[level][i];
-    if (first && (e.key != first->key || total + e.rows > max_batch_)) {
+    if (first && (e.key != first->key || total + e.rows > max_batch_ ||
+                  (!e.group.empty() && std::find(groups.begin(), groups.end(), e.group) != groups.end()))) {
       closed = true;
       return false;
     }
+    if (!e.group.empty()) groups.push_back(e.group);
     if (!first) first = &e;
     total += e.rows;
     picks.push_back({level, i, total});

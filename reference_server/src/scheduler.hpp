@@ -66,7 +66,9 @@ struct batch_handlers {
 /// is not compatible, or when it reached the largest preferred batch size; otherwise it waits
 /// for more requests until the oldest has waited max_queue_delay_microseconds. A request past
 /// its timeout is rejected (REJECT) or served after the requests of its level still in time
-/// (DELAY). Models without dynamic batching run one request per execution.
+/// (DELAY). Models without dynamic batching run one request per execution. A sequence model
+// with the `oldest` strategy batches the same way, one request per sequence in a batch, one
+// batch at a time (so a sequence's requests run in order).
 class instance_gate {
  public:
   instance_gate();
@@ -77,18 +79,19 @@ class instance_gate {
   /// From the model's instance count and configuration. `self` owns the gate (the model
   /// version): a pending batch-delay timer holds it weakly.
   void configure(std::size_t instances, const model_config& config, std::weak_ptr<instance_gate> self);
-  /// Whether requests are gathered into batches (dynamic_batching with max_batch_size > 0, not
-  /// a sequence or decoupled model).
+  /// Whether requests are gathered into batches: dynamic_batching with max_batch_size > 0 (not
+  /// a sequence or decoupled model), or a sequence model with the `oldest` strategy.
   bool gathers() const noexcept { return max_batch_ > 0; }
   /// The ticket of a request with these `priority` and `timeout` (µs) parameters, 0 meaning
   /// none. As Triton: priority 0 or past the model's levels takes the default level; a request
   /// timeout applies when its level allows overrides, and never lengthens the default.
   queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
-  /// Queues `call` (of `rows` batch size; requests with equal `key` may share an execution)
+  /// Queues `call` (of `rows` batch size; requests with equal `key` may share an execution,
+  /// but never two of one non-empty `group`: a sequence's requests run in order, one per batch)
   /// and starts what can start on `pool`. False when its level's queue is full (the service
   /// answers `Exceeds maximum queue size`).
   bool submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
-              call_ptr call, std::int64_t rows, std::string key);
+              call_ptr call, std::int64_t rows, std::string key, std::string group = {});
   /// Called by the batch handler once its execution is over (before it reports, so the next
   /// batch does not wait for responses to be encoded): hands the instance to the next batch.
   void release();
@@ -104,6 +107,7 @@ class instance_gate {
     call_ptr call;
     std::int64_t rows = 1;
     std::string key;
+    std::string group;
     clock::time_point enqueued;
     clock::time_point deadline;
     bool delay = false;

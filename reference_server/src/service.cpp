@@ -341,11 +341,15 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
   // The queue policy (schedule_policy): the request's priority level and how long it may wait.
   const queue_ticket ticket = gate.ticket(unsigned_parameter(call->request, "priority"),
                                           unsigned_parameter(call->request, "timeout"));
-  std::string key = gate.gathers() ? batch_key(call->request) : std::string();
+  std::string key, group;
+  if (gate.gathers()) {
+    key = batch_key(call->request);
+    if (call->model->config->sequence) group = sequence_group(call->request);
+  }
   call->hooks = std::move(hooks);
   call->done = std::move(done);
   call->model->stats.enqueued();
-  if (!gate.submit(s_.execution, scheduler_handlers, ticket, call, call->batch_size, std::move(key))) {
+  if (!gate.submit(s_.execution, scheduler_handlers, ticket, call, call->batch_size, std::move(key), std::move(group))) {
     call->model->stats.dequeued();
     complete(*call, failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
   }

@@ -234,3 +234,64 @@ TEST_CASE("dynamic batching: clients that leave while queued lose nothing for th
   CHECK(ok >= 7);
   CHECK(ok <= 13);
 }
+
+namespace {
+
+std::string sequence_body(std::uint64_t id, int x, bool start, bool end) {
+  return R"({"parameters":{"sequence_id":)" + std::to_string(id) + R"(,"sequence_start":)" +
+         (start ? "true" : "false") + R"(,"sequence_end":)" + (end ? "true" : "false") +
+         R"(},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[)" + std::to_string(x) + "]}]}";
+}
+
+std::int64_t sequence_output(const reply& r) {
+  const auto v = ints_of(output_of(boost::json::parse(r.body), "OUTPUT").at("data"));
+  return v.empty() ? -1 : v.front();
+}
+
+}  // namespace
+
+TEST_CASE("sequence batching, oldest: sequences share executions, each row with its own state",
+          "[batching][sequence]") {
+  // oldest_accumulator: running sums per sequence (END adds the correlation ID); up to 4
+  // sequences per execution, 30 ms of batching delay.
+  const int port = shared_server().http_port();
+  const std::vector<std::uint64_t> ids{11, 12, 13, 14};
+  std::map<std::uint64_t, std::int64_t> sum;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::unique_ptr<connection>> conns;
+    for (auto id : ids) {
+      conns.push_back(std::make_unique<connection>(port));
+      const int x = static_cast<int>(id) * 10 + step;
+      conns.back()->send(request_text("POST", "/v2/models/oldest_accumulator/infer",
+                                      sequence_body(id, x, step == 0, step == 2)));
+      sum[id] = (step == 0 ? 0 : sum[id]) + x + (step == 2 ? static_cast<std::int64_t>(id) : 0);
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      auto r = conns[i]->read();
+      REQUIRE(r);
+      REQUIRE(r->status == 200);
+      CHECK(sequence_output(*r) == sum[ids[i]]);
+    }
+  }
+  auto s = stats_of("oldest_accumulator");
+  CHECK(count_of(s, "inference_count") == 12);
+  CHECK(count_of(s, "execution_count") < 12);
+  const auto executions_before = count_of(s, "execution_count");
+
+  // Two requests of one sequence never share an execution: the second runs after the first.
+  connection a(port), b(port);
+  a.send(request_text("POST", "/v2/models/oldest_accumulator/infer", sequence_body(21, 5, true, false)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  b.send(request_text("POST", "/v2/models/oldest_accumulator/infer", sequence_body(21, 7, false, true)));
+  auto ra = a.read(), rb = b.read();
+  REQUIRE(ra);
+  REQUIRE(rb);
+  CHECK(sequence_output(*ra) == 5);
+  CHECK(sequence_output(*rb) == 5 + 7 + 21);
+  s = stats_of("oldest_accumulator");
+  CHECK(count_of(s, "execution_count") == executions_before + 2);
+  // A continuation of an unknown sequence is refused alone.
+  auto lost = post("/v2/models/oldest_accumulator/infer", sequence_body(99, 1, false, false));
+  CHECK(lost.status == 400);
+  CHECK(error_of(lost).find("must specify the START flag") != std::string::npos);
+}
