@@ -12,9 +12,11 @@
 #include "../integration/harness.hpp"
 
 #include <boost/algorithm/hex.hpp>
+#include <boost/json/parse.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <regex>
 
@@ -244,6 +246,53 @@ TEST_CASE("gpu: simple on the GPU reads and writes CUDA regions directly", "[gpu
   c.infer("simple_gpu", q, ec);
   CHECK(ih::server_status(ec) == 404);
   CHECK(ec.message() == "Unable to find shared memory region: 'gin'");
+}
+
+TEST_CASE("gpu: a dynamic batch runs as one execution from CUDA regions and request bodies", "[gpu][batching]") {
+  // simple_gpu_batched: up to 8 rows per execution, 200 ms of batching delay. Eight requests at
+  // once, half with inputs in one CUDA region (a slice each), half with ordinary tensors.
+  auto& s = gpu_server();
+  auto c = client_of(s);
+  constexpr int n = 8;
+  auto in = shm::cuda_region::allocate(n * 128);
+  std::vector<std::vector<std::int32_t>> a(n, std::vector<std::int32_t>(16)), b(n, std::vector<std::int32_t>(16));
+  for (int k = 0; k < n; ++k)
+    for (int i = 0; i < 16; ++i) {
+      a[k][i] = k * 1000 + i;
+      b[k][i] = k + 1;
+    }
+  for (int k = 0; k < n; ++k) {
+    in.copy_from_host(static_cast<std::size_t>(k) * 128, std::as_bytes(std::span(a[k])));
+    in.copy_from_host(static_cast<std::size_t>(k) * 128 + 64, std::as_bytes(std::span(b[k])));
+  }
+  c.register_cuda_shared_memory(in.register_request("gbatch"));
+  std::vector<std::future<bool>> calls;
+  for (int k = 0; k < n; ++k)
+    calls.push_back(std::async(std::launch::async, [&, k] {
+      auto ck = client_of(s);
+      v2::infer_request q;
+      if (k % 2 == 0) {
+        const std::uint64_t at = static_cast<std::uint64_t>(k) * 128;
+        q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {1, 16}, {"gbatch", at, 64}));
+        q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {1, 16}, {"gbatch", at + 64, 64}));
+      } else {
+        q.inputs.push_back(v2::make_input("INPUT0", a[k], {1, 16}));
+        q.inputs.push_back(v2::make_input("INPUT1", b[k], {1, 16}));
+      }
+      auto r = ck.infer("simple_gpu_batched", q);
+      auto sum = r.as<std::int32_t>("OUTPUT0");
+      auto diff = r.as<std::int32_t>("OUTPUT1");
+      bool right = sum.size() == 16 && diff.size() == 16;
+      for (std::size_t i = 0; right && i < 16; ++i)
+        right = sum[i] == a[k][i] + b[k][i] && diff[i] == a[k][i] - b[k][i];
+      return right;
+    }));
+  for (auto& f : calls) CHECK(f.get());
+  const auto stats = boost::json::parse(request(s.http_port(), "GET", "/v2/models/simple_gpu_batched/stats").body);
+  const auto& m = stats.at("model_stats").at(0);
+  CHECK(m.at("inference_count").to_number<std::uint64_t>() == n);
+  CHECK(m.at("execution_count").to_number<std::uint64_t>() < n);
+  c.unregister_cuda_shared_memory();
 }
 
 TEST_CASE("gpu: identity on the GPU between system and CUDA regions", "[gpu]") {
