@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_batching: the dynamic batcher against the same model without it, in one run.
 //
 // Two identity models with a fixed 2 ms per execution, one instance each, max_batch_size 64:

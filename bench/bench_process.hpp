@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process helpers shared by the benchmarks: spawn and stop programs, find free ports, start
 // the reference server and learn its port from its log.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_codec: the KServe v2 binary-tensor codec against memcpy of the same bytes.
 //
 //   (a) the `simple` request (two INT32 [1,16] inputs, binary): encode + decode round trips

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_gms: the GMS control plane and imports against inferwire-gms-server.
 //
 // (a) round trips per second of handshake, allocate, export (with the fd) and metadata

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_grpc_infer: the `simple` model over gRPC (inferwire-server, our gRPC client) at
 // concurrency 1 and 16, requests/s and p50/p99 latency, compared in the same run with a bare
 // unary echo service built on the same gRPC library that answers every ModelInfer with a

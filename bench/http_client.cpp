@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_http_client: the HTTP client SDK against a minimal hand-written Beast loop, both
 // driving the reference server's `simple` model in the same run.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_http_infer: inferwire-server over HTTP, against baselines measured in the same run.
 //
 //   (a) the `simple` model with binary tensors, at concurrency 1 and 16, a fixed number of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP load generator shared by the benchmarks: keep-alive connections, each sending one
 // request text back to back, on one thread (so it costs the same for every server it drives).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_shm: inference through shared memory against the cost of the data movement itself.
 //
 // (a) System shared memory: a 64 MiB FP32 `identity_fp32` round trip (input region in, output

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_soak: N keep-alive connections send M inference requests in total to a fresh
 // inferwire-server, over HTTP or gRPC; the server's resident memory is sampled before (after a
 // warm-up), during and after. Prints errors and RSS growth against the warm-up baseline.

@@ -5,6 +5,8 @@ set(INFERWIRE_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/cmake/inferwire"
     CACHE STRING "Where the CMake package files of inferwire are installed")
 
 install(DIRECTORY include/inferwire DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The license (Apache-2.0) goes with every installed copy.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/inferwire)
 
 set(_iw_targets inferwire_inferwire)
 foreach(c IN LISTS INFERWIRE_AVAILABLE_COMPONENTS)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one example against a fresh inferwire-server on a free loopback port.
 #   run_example.sh SERVER EXAMPLE [--grpc] [server flags...]
 # With --grpc the server also serves gRPC and the example gets the gRPC port.

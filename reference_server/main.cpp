@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire-server: the reference KServe v2 / Triton-compatible inference server.
 #include "src/options.hpp"
 #include "src/server.hpp"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs inferwire's build and test dependencies on Debian 12 (bookworm).
 # Idempotent: when everything is present it only checks and returns in about a second.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each one.
 #   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--compiler CLANGXX] [target...]
 # Default: 600 seconds per target (the long run); the test command runs it with --seconds 20.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bootstraps dependencies, builds inferwire-server and starts it on the bundled model
 # repository with client shared memory enabled. Extra arguments go to the server.
 #   scripts/run.sh [server flags]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Bootstraps dependencies, builds everything and runs the whole test suite.
 #   scripts/test.sh [extra ctest arguments]
 # Environment: BUILD_DIR (default build), JOBS (default 2).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Asynchronous inference with completion callbacks: many requests in flight over a pool of
 // keep-alive connections, on an io_context the program owns and runs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Asynchronous inference with C++20 coroutines: co_await each call; errors either throw or,
 // with as_tuple, come back as values.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the request a client sends to the `simple` model with binary tensor data, prints the
 // HTTP request it would send, then decodes it the way a server does and checks the round trip.
 //

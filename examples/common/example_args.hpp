@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options shared by the examples: `-u host:port` (as in Triton's examples) and
 // `--help`. Parsed with Boost.Program_options.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inference through CUDA shared memory: the inputs and outputs stay in this process's GPU
 // memory, exported with CUDA IPC handles; the server's kernel reads and writes them directly
 // when the model's instance is on the same GPU (tests/gpu/models/simple_gpu), and copies

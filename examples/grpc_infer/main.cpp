@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inference over gRPC on the 'simple' model: blocking, then asynchronous, with the same v2
 // value types as the HTTP client.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streaming over gRPC: two interleaved sequences on 'simple_sequence' through one
 // ModelStreamInfer stream; responses arrive in order with their request ids.
 //

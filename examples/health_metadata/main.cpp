@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Is the server up, what does it offer, and what does a model look like?
 //
 //   example_health_metadata [-u host:port]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Blocking inference on the 'simple' model: two INT32 [1,16] inputs, their sum and difference.
 //
 //   example_infer_sync [-u host:port]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model repository control (the server runs with --model-control-mode=explicit): list the
 // repository, load a model, load it again with a configuration override, unload it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stateful sequences: two interleaved sequences on 'simple_sequence', one with a numeric and
 // one with a string correlation ID. The model computes OUTPUT = (INPUT + START) x READY.
 //

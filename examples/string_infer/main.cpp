@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BYTES (string) tensors: the 'simple_string' model adds and subtracts numbers given as text.
 //
 //   example_string_infer [-u host:port]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inference through system shared memory, as Triton's shm clients do it: inputs at offsets 0 and
 // 64 of one region, outputs at offsets 0 and 64 of another; no tensor byte crosses the socket.
 // The server must run with --allow-client-shm=true on the same host (scripts/run.sh does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core.hpp — every header of the core component (no I/O, no dependencies).
 #ifndef INFERWIRE_CORE_HPP
 #define INFERWIRE_CORE_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/v2.hpp — the KServe v2 value types and their JSON and binary codecs.
 #ifndef INFERWIRE_V2_HPP
 #define INFERWIRE_V2_HPP

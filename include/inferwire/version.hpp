@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/version.hpp — the library version.
 #ifndef INFERWIRE_VERSION_HPP
 #define INFERWIRE_VERSION_HPP

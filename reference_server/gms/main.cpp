@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire-gms-server: the GPU Memory Service daemon, one per (GPU, tag). It owns GPU memory
 // (CUDA VMM) or, with --backend memfd, plain memory for development and tests, and serves it
 // to clients over a Unix socket with Dynamo's GMS protocol v2.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinferwire_gms_torch_allocator.so: a PyTorch pluggable allocator that places tensors in
 // GMS memory with no Python callbacks.
 //

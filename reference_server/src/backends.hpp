@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built-in backends of the reference server. A model's `backend` field names one of them:
 //   simple            OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 (any numeric type;
 //                     integer arithmetic wraps to the element width)

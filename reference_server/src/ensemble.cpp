@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ensembles (platform "ensemble"): the steps of ensemble_scheduling run over the repository's
 // models, in dataflow order, passing tensors by name through input_map/output_map.
 #include "inference.hpp"

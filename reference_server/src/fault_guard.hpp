@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Surviving memory that a client can take away: a client that registered a system shared-memory
 // region owns the object behind it and may shrink it (ftruncate) at any time. Touching a page
 // of a mapping past the object's new end raises SIGBUS, which by default ends the process.

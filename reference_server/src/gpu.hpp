@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference server's GPU support: device discovery, copies between host and device memory
 // (every copy that touches host memory is counted, so tests and benchmarks can check the
 // zero-copy path), device scratch memory, and the CUDA kernels of the built-in backends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gRPC frontend on gRPC's callback (asynchronous) server: every RPC of
 // inference.GRPCInferenceService and grpc.health.v1.Health. No thread belongs to a call or a
 // stream: short RPCs are answered on the gRPC thread that received them, model load and unload

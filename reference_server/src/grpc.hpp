@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gRPC frontend: inference.GRPCInferenceService and grpc.health.v1.Health over the same
 // repository, shared-memory registry and inference path as HTTP (v2-protocol §2).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP frontend of inferwire-server, in two parts that meet here:
 // - http_connection.cpp reads requests and writes replies: keep-alive, pipelining, chunked
 //   bodies, Expect, size limits, the in-flight byte budget, timeouts, the listener;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 connections of inferwire-server: reading requests (keep-alive, pipelining, chunked
 // bodies, Expect: 100-continue, size limits, the in-flight byte budget, stalled clients),
 // writing replies, and the listener. What a request means is http_endpoints.cpp's business;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The v2 endpoints over HTTP (v2-protocol §1): each handler decodes the request, calls the
 // service, and encodes what it returns. The rules themselves live in the service; what stays
 // here is HTTP's alone (routes and methods, JSON bodies, binary framing, Content-Encoding, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport-independent inference path: core validation of a decoded request against its
 // model (v2-protocol §1.4 step 11), sequence handling (§7), execution, output selection and
 // classification (§4.6), and the statistics of the run.

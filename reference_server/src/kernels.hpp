@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA kernels of the built-in backends (kernels.cu). Plain C++17 so nvcc and the host
 // compiler both read it; launches go to `stream` and do not wait.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built without nvcc: no kernels, so GPU instances of the simple family cannot run.
 #include "kernels.hpp"
 

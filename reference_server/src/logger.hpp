@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server's log: Triton's levels (info, warning, error, verbose N) and formats (default,
 // ISO8601), changeable at run time through the logging extension (v2-protocol §7).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference server's view of a model configuration: config.pbtxt parsed with protobuf's
 // text format into inference::ModelConfig, normalised as Triton normalises it (v2-protocol
 // §2.6), and compiled into the plain structures the request path uses.

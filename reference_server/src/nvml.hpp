@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU metrics from NVML, which is loaded at run time (libnvidia-ml.so.1 comes with the
 // driver): without the library, its initialisation or a GPU there are no GPU metrics and
 // nothing else changes. The server never links against NVML.

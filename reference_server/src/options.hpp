@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire-server's command line: tritonserver's flag names where the feature exists.
 #pragma once
 

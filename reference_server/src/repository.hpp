@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model repository on disk and the models loaded from it (v2-protocol §1.3, §6):
 // <repo>/<model>/config.pbtxt and numbered version folders, version policies, model states,
 // lookups with Triton's error texts. Each version carries its statistics (statistics.hpp) and

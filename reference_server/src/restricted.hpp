@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Restricted APIs (tritonserver's --http-restricted-api and --grpc-restricted-protocol): an API
 // category may require a header with a given value. The categories and the parsing of the
 // flags are shared; each frontend checks its requests with its own header name and reply

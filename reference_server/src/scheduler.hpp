@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scheduling state of one model version: its live sequences (v2-protocol §7, the sequence
 // batcher) and the gate in front of its instances: the dynamic batcher with its queue policy.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference server's shared state and its HTTP and metrics frontends (Boost.Beast).
 // I/O runs on an io_context served by --http-thread-count threads; model execution runs on a
 // separate thread pool, so a slow model never stalls other connections.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport-independent service of inferwire-server: one function per endpoint operation
 // of the v2 protocol and Triton's extensions. It takes and returns the v2 value types and
 // `status` (an inferwire error code with the exact text), and holds every rule that is not a

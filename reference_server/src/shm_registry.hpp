@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory registry (v2-protocol §5): one namespace for system and CUDA regions,
 // registration with Triton's checks and texts, status, unregister (deferred while requests
 // use a region), and resolution of a tensor's region/offset/byte_size into memory.

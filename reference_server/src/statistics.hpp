@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counters of one model version, read by the statistics extension (v2-protocol §8) and by
 // the Prometheus metrics alike.
 #pragma once

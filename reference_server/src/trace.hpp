@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request tracing in Triton's mode (the trace extension, v2-protocol §7): the trace settings
 // (global, with per-model overrides), the choice of which requests to trace (level, rate,
 // count), and the trace files, in Triton's JSON with its timestamp names.

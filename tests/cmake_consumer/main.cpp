@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built against an installed inferwire; exits 0 when the headers work as documented.
 #include <inferwire/core.hpp>
 #ifdef CONSUMER_USES_V2

@@ -22,6 +22,14 @@ function(run)
 endfunction()
 
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+# The license travels with the installed package.
+if(NOT EXISTS "${prefix}/share/doc/inferwire/LICENSE")
+  message(FATAL_ERROR "the installed tree lacks share/doc/inferwire/LICENSE")
+endif()
+file(READ "${prefix}/share/doc/inferwire/LICENSE" license)
+if(NOT license MATCHES "Apache License")
+  message(FATAL_ERROR "share/doc/inferwire/LICENSE is not the Apache License")
+endif()
 
 set(search "${prefix}")
 if(PREFIX_PATH)

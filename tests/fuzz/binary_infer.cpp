@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: binary tensor framing. The first two bytes choose the JSON header's length
 // (Inference-Header-Content-Length); the rest is the body, decoded as a request and as a
 // response.

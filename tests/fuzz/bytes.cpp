@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the BYTES element codec (4-byte little-endian lengths, then the bytes).
 #include <inferwire/core/bytes.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: model configuration parsing (config.pbtxt text format) and its
 // finalisation into the server's model_config, as a model load does.
 #include "model_config.hpp"

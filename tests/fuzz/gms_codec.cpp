@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: GMS framing and the msgpack message codec (what a GMS server reads from a
 // client). Every decoded message must encode again.
 #include <inferwire/gms/codec.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The config fuzz target links the server's model_config.cpp without its GPU support.
 #include "gpu.hpp"
 

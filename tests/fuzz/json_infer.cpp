@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the JSON infer request decoder (the whole input is the JSON header).
 #include <inferwire/v2/binary.hpp>
 

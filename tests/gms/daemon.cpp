@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire-gms-server as a process: start-up, socket mode, refusing a live server, replacing a
 // stale socket, graceful SIGTERM/SIGINT, option errors, the CUDA backend without a GPU.
 #include "fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A GMS server with the memfd backend on its own thread, on a fresh socket path, and raw
 // socket helpers for byte-level checks.
 #ifndef INFERWIRE_TESTS_GMS_FIXTURE_HPP

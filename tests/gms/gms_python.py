@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A GMS client written in Python (Debian's python3-msgpack, socket.send/recv_fds) against
 inferwire-gms-server: frames built the way msgspec lays them out, descriptors received the
 way Dynamo's client receives them (recvmsg with room for one fd on the first read of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gms::memory_manager with mmap_mapper against the memfd server: VA-stable commit, unmap and
 // remap, read-only access for readers, stale-layout detection, reallocation.
 #include "fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gms::server with the memfd backend, driven through real Unix sockets by gms::session and by
 // raw bytes: the session protocol, the lock FSM scenarios, permissions, metadata rules,
 // connection drops, killed clients and the upstream quirks we fix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PyTorch pluggable allocator library, loaded with dlopen as PyTorch loads it, configured
 // through its environment variables, with the mmap mapper against the memfd server.
 #include "fixture.hpp"

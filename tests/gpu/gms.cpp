@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GMS on a GPU: the server with cuda_vmm_backend, clients with cuda_vmm_mapper. The scenarios
 // of the CPU tests where device memory matters: commit then read-only remap at the same VAs
 // with the data intact, import by a second process, a stale layout, a same-structure layout,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests: CUDA shared-memory regions in the SDK, CUDA IPC across two processes, and the
 // server's GPU path (CUDA regions in and out of kernels, staging for mixed placements, zero
 // host copies on the direct path), checked against the CPU backend. Without a usable GPU the

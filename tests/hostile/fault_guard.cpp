@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SIGBUS guard of the server's system shared memory: a region shrunk while it is being
 // read or written faults into a zero page and flags the region; any other SIGBUS keeps its
 // default effect.

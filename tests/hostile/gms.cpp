@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile local clients against the GMS server: one table of cases, each an abuse with the
 // outcome it must have. After every case the published layout must be intact (a new reader
 // gets the same hash and allocation), and the server's descriptors must be back near where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile and malformed input against inferwire-server's gRPC frontend: one table of cases.
 // After every case the server must still answer a correct inference over gRPC and HTTP, and
 // its resident memory and thread count must stay bounded.

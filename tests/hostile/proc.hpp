@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a process uses, read from /proc: resident memory, its peak (resettable), CPU time and
 // open descriptors. The hostile tests assert on these after each abusive input.
 #pragma once

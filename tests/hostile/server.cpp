@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile and malformed input against inferwire-server: one table of cases, each an attack
 // with the reply it must get. After every case the server must still answer a health check and
 // a correct inference, and its resident memory must stay bounded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The trace registry against settings a client may send: a huge log_frequency must not make
 // the server hold an unbounded number of traces in memory.
 #include "trace.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dynamic batcher over HTTP: requests gathered into shared executions under concurrency,
 // each answered with its own rows; priority order and queue limits inside the batcher; clients
 // that go away while queued.

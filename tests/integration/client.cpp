@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP client SDK against the real inferwire-server (and against small scripted servers
 // for the failure cases a real server does not produce on demand).
 #include <inferwire/http/client.hpp>

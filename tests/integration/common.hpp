@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request builders shared by the integration tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Health, metadata, readiness, configuration and routing (v2-protocol §1.1-1.3, §3).
 #include "common.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Statistics, metrics, sequences, trace and logging settings, and the command line.
 #include "common.hpp"
 

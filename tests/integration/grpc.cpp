@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gRPC frontend against the gRPC client (and, where a field the client does not expose
 // matters, the generated stub): every RPC, Triton's errors and texts, typed and raw contents,
 // compression, deadlines, streams with interleaved sequences and in-stream errors, decoupled

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A Python gRPC client (Debian's python3-grpcio) against inferwire-server, with stubs
 generated at test time from our protos: proves that clients in another language work.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration-test harness: starts the real inferwire-server binary on free loopback ports
 // (it reports the ports it bound in its log) and talks to it over plain sockets.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inference over HTTP: JSON, binary, mixed and raw requests, output selection, classification
 // and every error of v2-protocol §1.4 and §1.5.
 #include "common.hpp"

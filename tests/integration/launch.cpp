@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launching inferwire-server as tritonserver is launched: Triton's flags (working, or accepted
 // and reported as having no effect), their refusals, fail-fast start-up on a repository that
 // cannot be read, and the start-up tables.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """inferwire-server's /metrics read by the Prometheus client's own text parser
 (python3-prometheus-client): every family parses, with Triton's names, types and labels, and
 the values move with inference. Covers the pending-request gauge, the latency counters and

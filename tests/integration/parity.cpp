@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One table, both transports: every endpoint's error cases (and a few successes) sent over HTTP
 // and over gRPC to one server. Each row names the inferwire error code both must answer with
 // (HTTP status and gRPC code follow from it) and the text, which must be the same on both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model repository control (v2-protocol §6): modes, index, load with overrides and files,
 // unload with dependents, ensembles, polling, and lifecycle under concurrent inference.
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // System and CUDA shared memory through the real server and the SDK (v2-protocol §5, §10.4):
 // registration checks and texts, status, unregister (deferred while in use), inference with
 // inputs and outputs in regions for every data type, and the CPU-only CUDA behaviour.

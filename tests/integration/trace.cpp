@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace records in Triton's mode: --trace-config and the trace settings endpoint choose what
 // is traced (level, rate, count), trace files are Triton's JSON with its timestamp names, and
 // log_frequency splits them into numbered files.

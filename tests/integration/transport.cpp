@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP transport: keep-alive, pipelining, Expect, chunked bodies, compression, size limits,
 // malformed traffic, slow clients and models, and clean shutdown.
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/bytes.hpp
 //
 // The BYTES element codec: each element is a 4-byte little-endian unsigned length followed by

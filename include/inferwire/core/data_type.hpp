@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/data_type.hpp
 //
 // The 14 tensor data types of the protocol: wire names ("INT32", "BYTES"), model-config enum

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/error.hpp
 //
 // Error codes of the KServe v2 / Triton protocol, their std::error_category, and the one

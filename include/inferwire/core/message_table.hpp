@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/message_table.hpp
 //
 // Error codes that carry a server's message: a code's value holds a small status number and

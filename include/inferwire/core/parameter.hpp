@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/parameter.hpp
 //
 // Request, response and tensor parameters: a value is a bool, int64, uint64, double or string

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/shape.hpp
 //
 // Tensor shapes and the arithmetic on them that must never overflow: element counts and byte

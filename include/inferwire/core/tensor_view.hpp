@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/core/tensor_view.hpp
 //
 // Typed, read-only views of fixed-size tensor data. The bytes usually come straight from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/cuda/runtime.hpp
 //
 // CUDA at run time: whether a GPU is usable, errors as exceptions with both the CUDA name and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/codec.hpp
 //
 // The MessagePack codec of the GMS protocol v2, byte-compatible with Dynamo's msgspec encoding

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/cuda_vmm.hpp
 //
 // GMS on a GPU through the CUDA virtual memory management API (gms-protocol §6):

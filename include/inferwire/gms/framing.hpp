@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/framing.hpp
 //
 // GMS framing (gms-protocol §1): a 4-byte unsigned big-endian payload length, then the payload.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/layout_hash.hpp
 //
 // The memory layout hash of GMS protocol v2 (gms-protocol §5.1): SHA-256 (OpenSSL) over, first,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/lock_fsm.hpp
 //
 // The GMS lock state machine (gms-protocol §4) as pure code: no I/O, no clocks, no threads.

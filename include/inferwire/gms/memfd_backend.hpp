@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/memfd_backend.hpp
 //
 // A GMS server backend on plain memory: each allocation is a `memfd_create` object of the

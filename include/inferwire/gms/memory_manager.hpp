@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/memory_manager.hpp
 //
 // gms::memory_manager<Mapper>: the client side of GMS (gms-protocol §7.2). It holds one session

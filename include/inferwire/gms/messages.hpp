@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/messages.hpp
 //
 // Every message of the GPU Memory Service protocol v2 (gms-protocol §2) as a plain value type.

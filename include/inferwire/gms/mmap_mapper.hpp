@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/mmap_mapper.hpp
 //
 // A GMS client mapper on plain virtual memory, for allocations served by memfd_backend: address

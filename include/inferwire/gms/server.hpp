@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/server.hpp
 //
 // gms::server<Backend>: the GPU Memory Service server (gms-protocol §3, §4), on Asio over a

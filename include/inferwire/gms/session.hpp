@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/session.hpp
 //
 // gms::session: a blocking client connection to a GMS server (ours or Dynamo's): connect and

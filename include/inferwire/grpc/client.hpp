@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/grpc/client.hpp
 //
 // The gRPC client: every RPC of inference.GRPCInferenceService with inferwire's v2 value types

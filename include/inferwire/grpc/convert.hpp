@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/grpc/convert.hpp
 //
 // Every conversion between inferwire's v2 value types and the generated protobuf messages of

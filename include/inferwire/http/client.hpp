@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/http/client.hpp
 //
 // The KServe v2 / Triton HTTP client: every endpoint, over plain TCP or TLS, blocking or

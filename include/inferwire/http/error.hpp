@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/http/error.hpp
 //
 // How the HTTP client reports errors. Every failure is a boost::system::error_code:

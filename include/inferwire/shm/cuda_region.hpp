@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/shm/cuda_region.hpp  (component `cuda`)
 //
 // CUDA shared-memory regions: device memory exported with a CUDA IPC handle, so that a server

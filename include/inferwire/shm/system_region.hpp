@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/shm/system_region.hpp
 //
 // POSIX shared-memory regions for the system shared-memory extension: create or open a named

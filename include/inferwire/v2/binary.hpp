@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/binary.hpp
 //
 // HTTP bodies of the infer endpoint (v2-protocol §1.4, §1.5, §4): a JSON header, optionally

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/json.hpp
 //
 // JSON for the KServe v2 protocol, with Boost.JSON:

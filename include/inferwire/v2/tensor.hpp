@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/tensor.hpp
 //
 // Typed helpers that build request tensors and read response tensors, for every transport.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/types.hpp
 //
 // KServe v2 / Triton messages as plain C++ value types, shared by the HTTP and gRPC codecs,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <inferwire/core/error.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <inferwire/gms/codec.hpp>
 
 #include <inferwire/gms/framing.hpp>

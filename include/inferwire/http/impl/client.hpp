@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/http/impl/client.hpp — bodies of client.hpp.
 #ifndef INFERWIRE_HTTP_IMPL_CLIENT_HPP
 #define INFERWIRE_HTTP_IMPL_CLIENT_HPP

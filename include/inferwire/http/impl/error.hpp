@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inferwire/http/impl/error.hpp — bodies of error.hpp.
 #ifndef INFERWIRE_HTTP_IMPL_ERROR_HPP
 #define INFERWIRE_HTTP_IMPL_ERROR_HPP

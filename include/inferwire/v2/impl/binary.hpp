@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Implementation of inferwire/v2/binary.hpp. Include that header, not this one.
 #ifndef INFERWIRE_V2_IMPL_BINARY_HPP
 #define INFERWIRE_V2_IMPL_BINARY_HPP

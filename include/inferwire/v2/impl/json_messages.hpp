@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Boost.JSON conversions (value_from / value_to) of the v2 messages other than infer.
 // Part of the implementation of inferwire/v2/json.hpp. Include that header, not this one.
 #ifndef INFERWIRE_V2_IMPL_JSON_MESSAGES_HPP

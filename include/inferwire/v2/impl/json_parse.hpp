@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON text: parsing with Triton's limits and texts, typed member access, base64.
 // Part of the implementation of inferwire/v2/json.hpp. Include that header, not this one.
 #ifndef INFERWIRE_V2_IMPL_JSON_PARSE_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor data in JSON (v2-protocol §4.5): input elements decoded and checked, output elements
 // printed as Triton prints them.
 // Part of the implementation of inferwire/v2/json.hpp. Include that header, not this one.
