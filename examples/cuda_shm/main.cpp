@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 int main(int argc, char** argv) {
   auto args = example::parse(argc, argv,
                              "usage: example_cuda_shm [-u host:port] [-m model]\n"
@@ -33,7 +35,9 @@ int main(int argc, char** argv) {
   }
   try {
     http::client client(args.host, args.port);
-    client.unregister_cuda_shared_memory();
+    // Region names are per process, so clients running beside this one keep their regions.
+    const std::string tag = std::to_string(::getpid());
+    const std::string input_name = "input_data_" + tag, output_name = "output_data_" + tag;
 
     std::vector<std::int32_t> input0(16), input1(16, 1);
     std::iota(input0.begin(), input0.end(), 0);
@@ -41,16 +45,16 @@ int main(int argc, char** argv) {
     auto output = shm::cuda_region::allocate(128);
     input.copy_from_host(0, std::as_bytes(std::span(input0)));
     input.copy_from_host(64, std::as_bytes(std::span(input1)));
-    client.register_cuda_shared_memory(input.register_request("input_data"));
-    client.register_cuda_shared_memory(output.register_request("output_data"));
+    client.register_cuda_shared_memory(input.register_request(input_name));
+    client.register_cuda_shared_memory(output.register_request(output_name));
 
     const bool batched = model == "simple";
     const inferwire::shape_t shape = batched ? inferwire::shape_t{1, 16} : inferwire::shape_t{16};
     v2::infer_request request;
-    request.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, shape, {"input_data", 0, 64}));
-    request.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, shape, {"input_data", 64, 64}));
-    request.outputs.push_back(v2::make_shm_output("OUTPUT0", {"output_data", 0, 64}));
-    request.outputs.push_back(v2::make_shm_output("OUTPUT1", {"output_data", 64, 64}));
+    request.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, shape, {input_name, 0, 64}));
+    request.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, shape, {input_name, 64, 64}));
+    request.outputs.push_back(v2::make_shm_output("OUTPUT0", {output_name, 0, 64}));
+    request.outputs.push_back(v2::make_shm_output("OUTPUT1", {output_name, 64, 64}));
     client.infer(model, request);
 
     std::vector<std::int32_t> sum(16), difference(16);
@@ -61,7 +65,8 @@ int main(int argc, char** argv) {
       std::cout << input0[i] << " + 1 = " << sum[i] << ", " << input0[i] << " - 1 = " << difference[i] << "\n";
       ok = ok && sum[i] == input0[i] + 1 && difference[i] == input0[i] - 1;
     }
-    client.unregister_cuda_shared_memory();
+    client.unregister_cuda_shared_memory(input_name);
+    client.unregister_cuda_shared_memory(output_name);
     std::cout << (ok ? "PASS" : "FAIL") << "\n";
     return ok ? 0 : 1;
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <inferwire/core.hpp>
 #include <inferwire/v2/binary.hpp>
 #include <inferwire/v2/json.hpp>
+#include <inferwire/v2/tensor.hpp>
 #include <inferwire/v2/types.hpp>
 
 #endif

@@ -1,15 +1,27 @@
 # Overlay port for inferwire, a header-only library:
-#   vcpkg install inferwire[grpc,gms] --overlay-ports=<inferwire>/ports
-# Features only add dependencies; the installed headers are the same for every feature set
-# (a component whose dependencies are absent has no CMake target, never different headers).
+#   vcpkg install "inferwire[grpc,gms]" --overlay-ports=<inferwire checkout>/ports
+#
+# Each feature is one component (http, grpc, shm, cuda, gms; core and v2 are always there):
+# the feature decides what is configured, installed and exported, never whatever else
+# happens to be installed. The version is this port's vcpkg.json, read by CMakeLists.txt.
 set(VCPKG_BUILD_TYPE release)  # header-only: no debug variant
 
-# The overlay builds the checkout it lives in.
+# The overlay builds the checkout it lives in (a registry port would use vcpkg_from_github).
 get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+
+vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
+  FEATURES
+    http INFERWIRE_WITH_HTTP
+    grpc INFERWIRE_WITH_GRPC
+    shm  INFERWIRE_WITH_SHM
+    cuda INFERWIRE_WITH_CUDA
+    gms  INFERWIRE_WITH_GMS)
 
 vcpkg_cmake_configure(
   SOURCE_PATH "${SOURCE_PATH}"
   OPTIONS
+    ${FEATURE_OPTIONS}
+    -DINFERWIRE_WITH_V2=ON
     -DINFERWIRE_BUILD_TESTS=OFF
     -DINFERWIRE_BUILD_EXAMPLES=OFF
     -DINFERWIRE_BUILD_BENCHMARKS=OFF
