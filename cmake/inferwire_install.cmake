@@ -20,6 +20,10 @@ install(FILES include/inferwire/core.hpp "${PROJECT_BINARY_DIR}/include/inferwir
 if("v2" IN_LIST INFERWIRE_AVAILABLE_COMPONENTS)
   install(FILES include/inferwire/v2.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
 endif()
+if("http" IN_LIST INFERWIRE_AVAILABLE_COMPONENTS)
+  # The separately compiled bodies (INFERWIRE_SEPARATE_COMPILATION): the v2 codec and the client.
+  install(FILES include/inferwire/src.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
+endif()
 foreach(c IN LISTS INFERWIRE_AVAILABLE_COMPONENTS)
   install(DIRECTORY include/inferwire/${c} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
 endforeach()

@@ -12,6 +12,8 @@
 #include <inferwire/v2.hpp>
 #elif defined(CONSUMER_USES_HTTP)
 #include <inferwire/http/client.hpp>
+
+#include <boost/asio/use_future.hpp>
 #elif defined(CONSUMER_USES_GRPC)
 #include <inferwire/grpc/client.hpp>
 #elif defined(CONSUMER_USES_SHM)
@@ -69,6 +71,13 @@ int main(int argc, char** argv) {
   q.inputs.push_back(v2::make_input("INPUT1", b, shape));
   auto r = c.infer("simple", q);
   if (r.as<std::int32_t>("OUTPUT0")[15] != 16) return 6;
+  // Asynchronous, on the caller's io_context, with futures.
+  boost::asio::io_context ioc;
+  http::client ac(ioc.get_executor(), "127.0.0.1", arg);
+  auto f = ac.async_infer("simple", q, boost::asio::use_future);
+  auto ready = ac.async_model_ready("simple", boost::asio::use_future);
+  ioc.run();
+  if (f.get().as<std::int32_t>("OUTPUT0")[0] != 1 || !ready.get()) return 7;
 #elif defined(CONSUMER_USES_GRPC)
   // The protos were generated and compiled in this build.
   namespace ig = inferwire::grpc;

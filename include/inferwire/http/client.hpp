@@ -42,6 +42,7 @@
 #ifndef INFERWIRE_HTTP_CLIENT_HPP
 #define INFERWIRE_HTTP_CLIENT_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/http/compression.hpp>
 #include <inferwire/http/error.hpp>
 #include <inferwire/v2/binary.hpp>
@@ -49,8 +50,10 @@
 #include <inferwire/v2/tensor.hpp>
 #include <inferwire/v2/types.hpp>
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -159,12 +162,23 @@ struct is_tls_stream : std::false_type {};
 template <class Next>
 struct is_tls_stream<boost::beast::ssl_stream<Next>> : std::true_type {};
 struct call_data;
-struct reply;
+/// Deletes a call_data where it is complete (so prepared calls move through translation units
+/// that only declare it).
+struct call_data_deleter {
+  INFERWIRE_DECL void operator()(call_data* p) const noexcept;
+};
+using call_ptr = std::unique_ptr<call_data, call_data_deleter>;
+/// A reply as the parser of each endpoint sees it.
+struct reply {
+  unsigned status = 0;
+  std::string body;
+  std::optional<std::size_t> header_length;  // Inference-Header-Content-Length
+};
 template <class T>
 using reply_parser = T (*)(reply&, error_code&);
 template <class T>
 struct prepared_call {
-  std::unique_ptr<call_data> data;
+  call_ptr data;
   reply_parser<T> parse;
 };
 template <class T>
@@ -175,6 +189,8 @@ template <>
 struct completion_signature<void> {
   using type = void(error_code);
 };
+template <class Stream, class T>
+struct call_op;
 template <class Token, class T>
 concept token_for =
     !std::convertible_to<Token, const call_options&> &&
@@ -378,8 +394,18 @@ class basic_client {
   prepared<v2::log_settings> prepare_update_log_settings(const v2::log_settings& update,
                                                          const call_options& o);
 
+  template <class S, class T>
+  friend struct detail::call_op;
+
+  /// A call: the exchange below, then the reply parsed into T; small, per result type and
+  /// completion token.
   template <class T, class Token>
   auto start(prepared<T> call, Token&& token);
+  /// One request and its reply over a pooled connection (waiting for a connection, connecting,
+  /// TLS, retrying a stale one, deadlines): every call of every result type and completion
+  /// token runs this one operation, so it is compiled once per stream type.
+  static void exchange(std::shared_ptr<state_type> state, detail::call_ptr call,
+                       net::any_completion_handler<void(error_code, detail::reply)> handler);
   template <class T>
   T run(prepared<T> call);
   template <class T>
@@ -396,6 +422,45 @@ using tls_client = basic_client<boost::beast::ssl_stream<boost::beast::tcp_strea
 
 }  // namespace inferwire::http
 
+namespace inferwire::http {
+namespace detail {
+template <class Stream, class T>
+struct call_op {
+  std::shared_ptr<client_state<Stream>> state;
+  prepared_call<T> call;
+
+  template <class Self>
+  void operator()(Self& self) {
+    // Taken out before `self` (which holds this object) moves into the handler.
+    auto st = std::move(state);
+    auto data = std::move(call.data);
+    basic_client<Stream>::exchange(std::move(st), std::move(data),
+                                   net::any_completion_handler<void(error_code, reply)>(std::move(self)));
+  }
+  template <class Self>
+  void operator()(Self& self, error_code ec, reply r) {
+    if constexpr (std::is_void_v<T>) {
+      if (!ec) call.parse(r, ec);
+      self.complete(ec);
+    } else {
+      if (ec) return self.complete(ec, T{});
+      T value = call.parse(r, ec);
+      self.complete(ec, std::move(value));
+    }
+  }
+};
+}  // namespace detail
+
+template <class Stream>
+template <class T, class Token>
+auto basic_client<Stream>::start(prepared<T> call, Token&& token) {
+  return net::async_compose<Token, typename detail::completion_signature<T>::type>(
+      detail::call_op<Stream, T>{state_, std::move(call)}, token, get_executor());
+}
+}  // namespace inferwire::http
+
+#if INFERWIRE_HEADER_ONLY
 #include <inferwire/http/impl/client.hpp>
+#endif
 
 #endif

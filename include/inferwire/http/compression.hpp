@@ -7,6 +7,7 @@
 #ifndef INFERWIRE_HTTP_COMPRESSION_HPP
 #define INFERWIRE_HTTP_COMPRESSION_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/core/error.hpp>
 
 #include <cstddef>
@@ -40,11 +41,11 @@ constexpr std::optional<content_coding> parse_content_encoding(std::string_view 
 /// The response coding an Accept-Encoding value asks for: the highest q among identity,
 /// deflate and gzip (first wins on ties, q must be > 0); unknown codings and `*` are ignored;
 /// identity when nothing usable is listed.
-inline content_coding negotiate_accept_encoding(std::string_view value);
+INFERWIRE_DECL content_coding negotiate_accept_encoding(std::string_view value);
 
 /// Compresses the concatenation of `parts` into `out` (replacing its contents). Returns false
 /// when zlib fails (the caller then sends the body uncompressed).
-inline bool compress(std::span<const std::string_view> parts, content_coding coding,
+INFERWIRE_DECL bool compress(std::span<const std::string_view> parts, content_coding coding,
                      std::string& out);
 inline bool compress(std::string_view data, content_coding coding, std::string& out) {
   return compress(std::span<const std::string_view>(&data, 1), coding, out);
@@ -58,10 +59,12 @@ inline bool compress(std::string_view data, content_coding coding, std::string& 
 ///  - zlib stream-state error: internal `encountered inconsistent stream state during
 ///    decompression`.
 /// Corrupt data is not an error: what was inflated before it is kept (as upstream does).
-inline status decompress(std::string_view data, std::size_t limit, std::string& out);
+INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::string& out);
 
 }  // namespace inferwire::http
 
+#if INFERWIRE_HEADER_ONLY
 #include <inferwire/http/impl/compression.hpp>
+#endif
 
 #endif

@@ -15,6 +15,7 @@
 #ifndef INFERWIRE_HTTP_ERROR_HPP
 #define INFERWIRE_HTTP_ERROR_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/core/error.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -35,20 +36,20 @@ enum class client_errc {
   client_closed,          ///< the client was closed while the call waited
 };
 
-inline const boost::system::error_category& client_category() noexcept;
+INFERWIRE_DECL const boost::system::error_category& client_category() noexcept;
 
 inline error_code make_error_code(client_errc e) noexcept {
   return {static_cast<int>(e), client_category()};
 }
 
 /// The category of server error replies.
-inline const boost::system::error_category& server_category() noexcept;
+INFERWIRE_DECL const boost::system::error_category& server_category() noexcept;
 
 /// A code in server_category() for an HTTP error reply with the given status and message.
-inline error_code make_server_error(unsigned http_status, std::string_view message);
+INFERWIRE_DECL error_code make_server_error(unsigned http_status, std::string_view message);
 
 /// The HTTP status of a server error reply, or 0 when `ec` is not one.
-inline unsigned server_status(const error_code& ec) noexcept;
+INFERWIRE_DECL unsigned server_status(const error_code& ec) noexcept;
 
 /// The inferwire status class of a server error reply (from its HTTP status as the spec maps
 /// them: 400 invalid_arg, 404 not_found, 500 internal, 501 unsupported, 503 unavailable,
@@ -85,6 +86,8 @@ inline void throw_if(const error_code& ec) {
 template <>
 struct boost::system::is_error_code_enum<inferwire::http::client_errc> : std::true_type {};
 
+#if INFERWIRE_HEADER_ONLY
 #include <inferwire/http/impl/error.hpp>
+#endif
 
 #endif

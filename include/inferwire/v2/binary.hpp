@@ -13,6 +13,7 @@
 #ifndef INFERWIRE_V2_BINARY_HPP
 #define INFERWIRE_V2_BINARY_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/core/error.hpp>
 #include <inferwire/v2/json.hpp>
 #include <inferwire/v2/types.hpp>
@@ -40,7 +41,7 @@ struct codec_limits {
 
 /// invalid_arg `request has <n> <what>, more than the <max> allowed` when n > max (the
 /// codec_limits checks of both transports).
-inline status check_count(std::string_view what, std::size_t n, std::size_t max);
+INFERWIRE_DECL status check_count(std::string_view what, std::size_t n, std::size_t max);
 
 
 /// A body ready to send: JSON header, then the binary segments in order.
@@ -65,12 +66,12 @@ struct encoded_body {
 };
 
 /// Parses a Content-Length value. Error: 400 `Unable to parse Content-Length, got: <v>`.
-inline std::size_t parse_content_length(std::string_view value, status& st);
+INFERWIRE_DECL std::size_t parse_content_length(std::string_view value, status& st);
 
 /// Step 4 of v2-protocol §1.4: the JSON header's length from the
 /// Inference-Header-Content-Length value (nullopt when the header is absent: the whole body is
 /// JSON) and the content length. 0 selects a raw binary request.
-inline std::size_t parse_header_length(std::optional<std::string_view> value,
+INFERWIRE_DECL std::size_t parse_header_length(std::optional<std::string_view> value,
                                        std::size_t content_length, status& st);
 
 /// Decodes an infer request body for model `model` (steps 5-9 of v2-protocol §1.4).
@@ -94,47 +95,49 @@ inline status deduce_raw_input(infer_request& request, std::string_view model,
 /// How the response should carry output `name` (v2-protocol §4.1): a listed output is binary
 /// only if its own binary_data is true, shared memory if it names a region; unlisted outputs
 /// (no `outputs` in the request) follow binary_data_output; raw binary requests get binary.
-inline tensor_encoding output_encoding(const infer_request& request, std::string_view name);
+INFERWIRE_DECL tensor_encoding output_encoding(const infer_request& request, std::string_view name);
 
 /// Encodes a response (server side). Each output is written as its `encoding` says; the data
 /// of binary outputs is referenced, not copied.
-inline status encode_infer_response(const infer_response& response, encoded_body& out);
-inline encoded_body encode_infer_response(const infer_response& response);
+INFERWIRE_DECL status encode_infer_response(const infer_response& response, encoded_body& out);
+INFERWIRE_DECL encoded_body encode_infer_response(const infer_response& response);
 
 /// Decodes a response body (client side). `header_length` is the response's
 /// Inference-Header-Content-Length (nullopt: the whole body is JSON). Binary outputs are views
 /// into `body`; JSON outputs own their decoded bytes.
-inline infer_response decode_infer_response(std::string_view body,
+INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
                                             std::optional<std::size_t> header_length,
                                             status& st);
-inline infer_response decode_infer_response(std::string_view body,
+INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
                                             std::optional<std::size_t> header_length);
 
 /// Encodes a request (client side). Binary inputs become segments that reference the inputs'
 /// data; JSON inputs are printed into the header.
-inline status encode_infer_request(const infer_request& request, encoded_body& out);
+INFERWIRE_DECL status encode_infer_request(const infer_request& request, encoded_body& out);
 /// The same with `parameters` sent in place of request.parameters (the clients add defaults
 /// such as binary_data_output without copying the request).
-inline status encode_infer_request(const infer_request& request, const parameter_map& parameters,
+INFERWIRE_DECL status encode_infer_request(const infer_request& request, const parameter_map& parameters,
                                    encoded_body& out);
-inline encoded_body encode_infer_request(const infer_request& request);
+INFERWIRE_DECL encoded_body encode_infer_request(const infer_request& request);
 
 /// The `[request id: <id>] ` prefix of the core's validation messages (`<id_unknown>` for an
 /// empty id).
-inline std::string request_prefix(std::string_view id);
+INFERWIRE_DECL std::string request_prefix(std::string_view id);
 
 /// The JSON-size limit of v2-protocol §0.3: invalid_arg `request JSON size of <n> bytes
 /// exceeds the maximum allowed input size of <max> bytes. Use --http-max-input-size to
 /// increase the limit.` when `size` is over the limit.
-inline status check_json_size(std::size_t size, const codec_limits& limits);
+INFERWIRE_DECL status check_json_size(std::size_t size, const codec_limits& limits);
 
 /// The body of every HTTP error reply: {"error":"<message>"}.
-inline std::string error_body(std::string_view message);
+INFERWIRE_DECL std::string error_body(std::string_view message);
 /// The message of an error body, or the body itself when it is not one.
-inline std::string parse_error_body(std::string_view body);
+INFERWIRE_DECL std::string parse_error_body(std::string_view body);
 
 }  // namespace inferwire::v2
 
+#if INFERWIRE_HEADER_ONLY
 #include <inferwire/v2/impl/binary.hpp>
+#endif
 
 #endif

@@ -14,6 +14,7 @@
 #ifndef INFERWIRE_V2_JSON_HPP
 #define INFERWIRE_V2_JSON_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/core/bytes.hpp>
 #include <inferwire/core/error.hpp>
 #include <inferwire/v2/types.hpp>
@@ -43,23 +44,23 @@ inline boost::json::value parse_json(std::string_view text, status& st,
                               std::size_t max_depth = max_json_depth,
                               boost::json::storage_ptr sp = {});
 /// Throwing form.
-inline boost::json::value parse_json(std::string_view text, std::size_t max_depth = max_json_depth);
+INFERWIRE_DECL boost::json::value parse_json(std::string_view text, std::size_t max_depth = max_json_depth);
 
 /// Typed access to JSON values with Triton's error texts (code internal, i.e. HTTP 500).
 namespace json_access {
-inline const boost::json::object* as_object(const boost::json::value& v, status& st);
-inline const boost::json::array* as_array(const boost::json::value& v, status& st);
-inline bool as_string(const boost::json::value& v, std::string_view& out, status& st);
-inline bool as_bool(const boost::json::value& v, bool& out, status& st);
-inline bool as_int64(const boost::json::value& v, std::int64_t& out, status& st);
-inline bool as_uint64(const boost::json::value& v, std::uint64_t& out, status& st);
+INFERWIRE_DECL const boost::json::object* as_object(const boost::json::value& v, status& st);
+INFERWIRE_DECL const boost::json::array* as_array(const boost::json::value& v, status& st);
+INFERWIRE_DECL bool as_string(const boost::json::value& v, std::string_view& out, status& st);
+INFERWIRE_DECL bool as_bool(const boost::json::value& v, bool& out, status& st);
+INFERWIRE_DECL bool as_int64(const boost::json::value& v, std::int64_t& out, status& st);
+INFERWIRE_DECL bool as_uint64(const boost::json::value& v, std::uint64_t& out, status& st);
 /// Any JSON number, or a NaN/Infinity literal.
-inline bool as_double(const boost::json::value& v, double& out, status& st);
+INFERWIRE_DECL bool as_double(const boost::json::value& v, double& out, status& st);
 /// The member `name`, or nullptr with `attempt to access non-existing object member '<name>'`.
-inline const boost::json::value* member(const boost::json::object& o, std::string_view name,
+INFERWIRE_DECL const boost::json::value* member(const boost::json::object& o, std::string_view name,
                                  status& st);
 /// True when `v` is one of the NaN/Infinity literals accepted by parse_json.
-inline bool is_nonfinite_literal(const boost::json::value& v) noexcept;
+INFERWIRE_DECL bool is_nonfinite_literal(const boost::json::value& v) noexcept;
 }  // namespace json_access
 
 /// Decodes the JSON `data` of a tensor (v2-protocol §4.5) and appends its little-endian bytes
@@ -67,7 +68,7 @@ inline bool is_nonfinite_literal(const boost::json::value& v) noexcept;
 /// `element_count` elements (not checked for BYTES, whose elements are appended in the
 /// 4-byte-length form). FP16, BF16 and invalid types are refused with the texts that name the
 /// input `name`. Errors carry Triton's exact texts; the caller adds no prefix.
-inline status decode_json_tensor_data(const boost::json::value& data, data_type type,
+INFERWIRE_DECL status decode_json_tensor_data(const boost::json::value& data, data_type type,
                                       std::int64_t element_count, std::string_view name,
                                       std::string& out);
 
@@ -75,27 +76,27 @@ inline status decode_json_tensor_data(const boost::json::value& data, data_type 
 /// array, as Triton prints it (FP32 widened to double, shortest round-trip digits in RapidJSON's
 /// layout, NaN/Infinity literals, BYTES elements as strings). `name` is the output's name for
 /// the error texts.
-inline status append_json_tensor_data(std::string& out, data_type type,
+INFERWIRE_DECL status append_json_tensor_data(std::string& out, data_type type,
                                std::span<const std::byte> bytes, std::int64_t element_count,
                                std::string_view name);
 
 /// Appends a double the way RapidJSON's writer prints it: "1.0", "0.10000000149011612",
 /// "1e21", "1.5e-7", "NaN", "Infinity", "-Infinity".
-inline void append_json_double(std::string& out, double d);
+INFERWIRE_DECL void append_json_double(std::string& out, double d);
 
 /// Appends `s` as a quoted, escaped JSON string.
-inline void append_json_string(std::string& out, std::string_view s);
+INFERWIRE_DECL void append_json_string(std::string& out, std::string_view s);
 
 /// Base64 of `bytes` (standard alphabet, padded): the `b64` form of CUDA IPC handles.
-inline std::string base64_encode(std::string_view bytes);
+INFERWIRE_DECL std::string base64_encode(std::string_view bytes);
 /// Decodes standard base64, skipping ASCII whitespace (line breaks included) as Triton's
 /// decoder does; false when `text` is not valid base64.
-inline bool base64_decode(std::string_view text, std::string& out);
+INFERWIRE_DECL bool base64_decode(std::string_view text, std::string& out);
 
 // Boost.JSON conversions. value_to throws inferwire::error with Triton's texts.
 #define INFERWIRE_V2_JSON_CONVERSION(T)                                                  \
-  inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const T& v);      \
-  inline T tag_invoke(boost::json::value_to_tag<T>, const boost::json::value& jv);
+  INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const T& v);      \
+  INFERWIRE_DECL T tag_invoke(boost::json::value_to_tag<T>, const boost::json::value& jv);
 INFERWIRE_V2_JSON_CONVERSION(server_metadata)
 INFERWIRE_V2_JSON_CONVERSION(tensor_metadata)
 INFERWIRE_V2_JSON_CONVERSION(model_metadata)
@@ -119,12 +120,14 @@ INFERWIRE_V2_JSON_CONVERSION(log_settings)
 #undef INFERWIRE_V2_JSON_CONVERSION
 
 /// A parameter value as JSON (bool, number or string).
-inline boost::json::value to_json(const parameter_value& v);
+INFERWIRE_DECL boost::json::value to_json(const parameter_value& v);
 /// A parameter map as a JSON object.
-inline boost::json::object to_json(const parameter_map& m);
+INFERWIRE_DECL boost::json::object to_json(const parameter_map& m);
 
 }  // namespace inferwire::v2
 
+#if INFERWIRE_HEADER_ONLY
 #include <inferwire/v2/impl/json.hpp>
+#endif
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <boost/asio/compose.hpp>
 #include <boost/asio/coroutine.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -31,12 +32,12 @@ namespace inferwire::http {
 // ---------------------------------------------------------------------------------------------
 // infer_result
 
-inline const v2::infer_output& infer_result::output(std::string_view name) const {
+INFERWIRE_DECL const v2::infer_output& infer_result::output(std::string_view name) const {
   if (const auto* o = response_.output(name)) return *o;
   throw std::out_of_range("the reply has no output '" + std::string(name) + "'");
 }
 
-inline infer_result infer_result::decode(std::string body,
+INFERWIRE_DECL infer_result infer_result::decode(std::string body,
                                          std::optional<std::size_t> header_length,
                                          status& st) {
   infer_result r;
@@ -84,27 +85,22 @@ struct call_data {
   }
 };
 
-// The reply, as the parsers of each endpoint see it.
-struct reply {
-  unsigned status = 0;
-  std::string body;
-  std::optional<std::size_t> header_length;  // Inference-Header-Content-Length
-};
+INFERWIRE_DECL void call_data_deleter::operator()(call_data* p) const noexcept { delete p; }
 
-inline error_code server_error_of(const reply& r) {
+INFERWIRE_DECL error_code server_error_of(const reply& r) {
   return make_server_error(r.status, v2::parse_error_body(r.body));
 }
 
 // --- Reply parsers: one per kind of answer.
 
-inline bool parse_health(reply& r, error_code& ec) {
+INFERWIRE_DECL bool parse_health(reply& r, error_code& ec) {
   if (r.status == 200) return true;
   if (r.status == 400) return false;
   ec = server_error_of(r);
   return false;
 }
 
-inline void parse_empty(reply& r, error_code& ec) {
+INFERWIRE_DECL void parse_empty(reply& r, error_code& ec) {
   if (r.status != 200) ec = server_error_of(r);
 }
 
@@ -132,7 +128,7 @@ T parse_json_as(reply& r, error_code& ec) {
   }
 }
 
-inline infer_result parse_infer(reply& r, error_code& ec) {
+INFERWIRE_DECL infer_result parse_infer(reply& r, error_code& ec) {
   if (r.status != 200) {
     ec = server_error_of(r);
     return {};
@@ -243,20 +239,20 @@ struct client_state {
 
 // Errors after which a request on a reused connection was certainly not processed: the server
 // had closed the idle connection before it saw the request.
-inline bool stale_connection_error(const error_code& ec) {
+INFERWIRE_DECL bool stale_connection_error(const error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe ||
          ec == net::error::connection_aborted;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The composed operation of one call.
+// The exchange of one call: a connection, the request out, the reply in.
 
-template <class Stream, class T>
-class call_op {
+template <class Stream>
+class exchange_op {
  public:
-  call_op(std::shared_ptr<client_state<Stream>> state, prepared_call<T> call)
-      : state_(std::move(state)), call_(std::move(call.data)), parse_(call.parse) {}
+  exchange_op(std::shared_ptr<client_state<Stream>> state, call_ptr call)
+      : state_(std::move(state)), call_(std::move(call)) {}
 
   template <class Self>
   void operator()(Self& self, error_code ec, tcp::resolver::results_type results) {
@@ -399,14 +395,7 @@ class call_op {
         if (!keep) client_state<Stream>::close(*conn_);
         reset_expiry();
         st.release(std::exchange(conn_, nullptr));
-        error_code pe;
-        if constexpr (std::is_void_v<T>) {
-          parse_(r, pe);
-          return finish(self, pe);
-        } else {
-          T value = parse_(r, pe);
-          return finish(self, pe, std::move(value));
-        }
+        return finish(self, {}, std::move(r));
       }
     }
   }
@@ -463,17 +452,14 @@ class call_op {
     finish(self, ec);
   }
 
-  template <class Self, class... V>
-  void finish(Self& self, error_code ec, V&&... value) {
+  template <class Self>
+  void finish(Self& self, error_code ec, reply r = {}) {
     call_.reset();
-    if constexpr (std::is_void_v<T>) self.complete(ec);
-    else if constexpr (sizeof...(V) == 0) self.complete(ec, T{});
-    else self.complete(ec, std::forward<V>(value)...);
+    self.complete(ec, std::move(r));
   }
 
   std::shared_ptr<client_state<Stream>> state_;
-  std::unique_ptr<call_data> call_;
-  reply_parser<T> parse_;
+  call_ptr call_;
   connection<Stream>* conn_ = nullptr;
   std::unique_ptr<waiter<Stream>> wait_;
   tcp::resolver::results_type endpoints_;
@@ -487,25 +473,25 @@ class call_op {
 // Building requests.
 
 // A path segment or query part: characters a path segment may carry pass as they are.
-inline std::string encode_segment(std::string_view s) {
+INFERWIRE_DECL std::string encode_segment(std::string_view s) {
   return boost::urls::encode(s, boost::urls::pchars - boost::urls::grammar::lut_chars("&=+"));
 }
 
-inline std::string model_path(const model_id& m) {
+INFERWIRE_DECL std::string model_path(const model_id& m) {
   std::string t = "/v2/models/" + encode_segment(m.name);
   if (!m.version.empty()) t += "/versions/" + encode_segment(m.version);
   return t;
 }
 
-inline bool valid_field(std::string_view s) {
+INFERWIRE_DECL bool valid_field(std::string_view s) {
   return s.find_first_of("\r\n") == std::string_view::npos;
 }
 
 // Starts a call: the request line, the fields every request carries, the caller's fields.
 template <class Stream>
-std::unique_ptr<call_data> begin_call(const client_state<Stream>& st, std::string_view method,
+call_ptr begin_call(const client_state<Stream>& st, std::string_view method,
                                       std::string target, const call_options& o) {
-  auto c = std::make_unique<call_data>();
+  auto c = call_ptr(new call_data());
   c->timeout = o.timeout;
   c->request_coding = o.request_compression.value_or(st.options.request_compression);
   c->response_coding = o.response_compression.value_or(st.options.response_compression);
@@ -538,7 +524,7 @@ std::unique_ptr<call_data> begin_call(const client_state<Stream>& st, std::strin
 
 // Finishes a call's header with the body's fields (compressing it when asked) and builds the
 // buffer list. `header_length` is the Inference-Header-Content-Length of infer bodies.
-inline void end_call(call_data& c, std::string_view content_type,
+INFERWIRE_DECL void end_call(call_data& c, std::string_view content_type,
                      std::optional<std::size_t> header_length = std::nullopt) {
   bool has_body = c.use_infer_body || !c.owned_body.empty();
   if (has_body && c.request_coding && *c.request_coding != content_coding::identity) {
@@ -568,7 +554,7 @@ inline void end_call(call_data& c, std::string_view content_type,
 }
 
 template <class Stream>
-std::unique_ptr<call_data> get_call(const client_state<Stream>& st, std::string target,
+call_ptr get_call(const client_state<Stream>& st, std::string target,
                                     const call_options& o) {
   auto c = begin_call(st, "GET", std::move(target), o);
   end_call(*c, {});
@@ -576,7 +562,7 @@ std::unique_ptr<call_data> get_call(const client_state<Stream>& st, std::string 
 }
 
 template <class Stream>
-std::unique_ptr<call_data> post_call(const client_state<Stream>& st, std::string target,
+call_ptr post_call(const client_state<Stream>& st, std::string target,
                                      std::string json, const call_options& o) {
   auto c = begin_call(st, "POST", std::move(target), o);
   c->owned_body = std::move(json);
@@ -584,7 +570,7 @@ std::unique_ptr<call_data> post_call(const client_state<Stream>& st, std::string
   return c;
 }
 
-inline std::string to_body(const boost::json::value& v) { return boost::json::serialize(v); }
+INFERWIRE_DECL std::string to_body(const boost::json::value& v) { return boost::json::serialize(v); }
 
 }  // namespace detail
 
@@ -677,11 +663,40 @@ std::size_t basic_client<Stream>::open_connections() const {
   return n;
 }
 
+namespace detail {
+// The handler of the exchange. The exchange's operations run on the client's executor (Asio
+// 1.26's any_completion_executor cannot be required to be non-blocking, as Beast's operations
+// require of a handler's executor); the caller's cancellation slot is forwarded, and the reply
+// is dispatched to the call on the call's own executor.
+template <class Handler>
+struct erased_completion {
+  Handler handler;
+  net::any_io_executor executor;
+
+  using executor_type = net::any_io_executor;
+  executor_type get_executor() const noexcept { return executor; }
+  using cancellation_slot_type = net::associated_cancellation_slot_t<Handler>;
+  cancellation_slot_type get_cancellation_slot() const noexcept {
+    return net::get_associated_cancellation_slot(handler);
+  }
+
+  void operator()(error_code ec, reply r) {
+    auto target = net::get_associated_executor(handler, executor);
+    net::dispatch(target, [h = std::move(handler), ec, r = std::move(r)]() mutable {
+      std::move(h)(ec, std::move(r));
+    });
+  }
+};
+}  // namespace detail
+
 template <class Stream>
-template <class T, class Token>
-auto basic_client<Stream>::start(prepared<T> call, Token&& token) {
-  return net::async_compose<Token, typename detail::completion_signature<T>::type>(
-      detail::call_op<Stream, T>(state_, std::move(call)), token, state_->executor);
+void basic_client<Stream>::exchange(
+    std::shared_ptr<state_type> state, detail::call_ptr call,
+    net::any_completion_handler<void(error_code, detail::reply)> handler) {
+  auto ex = state->executor;
+  detail::erased_completion<decltype(handler)> completion{std::move(handler), ex};
+  net::async_compose<decltype(completion), void(error_code, detail::reply)>(
+      detail::exchange_op<Stream>(std::move(state), std::move(call)), completion, ex);
 }
 
 namespace detail {
@@ -860,7 +875,7 @@ auto basic_client<Stream>::prepare_unload_model(std::string_view model,
 }
 
 namespace detail {
-inline std::string shm_target(std::string_view kind, std::string_view region,
+INFERWIRE_DECL std::string shm_target(std::string_view kind, std::string_view region,
                               std::string_view action) {
   std::string t = "/v2/";
   t += kind;
@@ -924,7 +939,7 @@ auto basic_client<Stream>::prepare_unregister_cuda_shared_memory(std::string_vie
 }
 
 namespace detail {
-inline std::string trace_target(std::string_view model) {
+INFERWIRE_DECL std::string trace_target(std::string_view model) {
   if (model.empty()) return "/v2/trace/setting";
   return "/v2/models/" + encode_segment(model) + "/trace/setting";
 }

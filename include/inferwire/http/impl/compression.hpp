@@ -18,7 +18,7 @@ constexpr std::string_view trim(std::string_view s) noexcept {
 }
 }  // namespace detail
 
-inline content_coding negotiate_accept_encoding(std::string_view value) {
+INFERWIRE_DECL content_coding negotiate_accept_encoding(std::string_view value) {
   content_coding best = content_coding::identity;
   double best_q = 0;
   bool found = false;
@@ -50,7 +50,7 @@ inline content_coding negotiate_accept_encoding(std::string_view value) {
   return best;
 }
 
-inline bool compress(std::span<const std::string_view> parts, content_coding coding,
+INFERWIRE_DECL bool compress(std::span<const std::string_view> parts, content_coding coding,
                      std::string& out) {
   out.clear();
   if (coding == content_coding::identity) {
@@ -101,7 +101,7 @@ inline bool compress(std::span<const std::string_view> parts, content_coding cod
   return ok;
 }
 
-inline status decompress(std::string_view data, std::size_t limit, std::string& out) {
+INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::string& out) {
   out.clear();
   if (data.empty()) return {errc::invalid_arg, "nothing to be decompressed"};
   z_stream zs{};

@@ -42,24 +42,24 @@ class server_category_impl final : public boost::system::error_category {
 
 }  // namespace detail
 
-inline const boost::system::error_category& client_category() noexcept {
+INFERWIRE_DECL const boost::system::error_category& client_category() noexcept {
   static const detail::client_category_impl instance;
   return instance;
 }
 
-inline const boost::system::error_category& server_category() noexcept {
+INFERWIRE_DECL const boost::system::error_category& server_category() noexcept {
   static const detail::server_category_impl instance;
   return instance;
 }
 
-inline error_code make_server_error(unsigned http_status, std::string_view message) {
+INFERWIRE_DECL error_code make_server_error(unsigned http_status, std::string_view message) {
   if (http_status > 999) http_status = 999;
   std::uint32_t id = message.empty() ? 0 : detail::server_messages::instance().intern(message);
   auto value = (http_status << detail::server_messages::id_bits) | id;
   return {static_cast<int>(value), server_category()};
 }
 
-inline unsigned server_status(const error_code& ec) noexcept {
+INFERWIRE_DECL unsigned server_status(const error_code& ec) noexcept {
   if (ec.category() != server_category()) return 0;
   return static_cast<std::uint32_t>(ec.value()) >> detail::server_messages::id_bits;
 }

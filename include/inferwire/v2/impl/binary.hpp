@@ -11,41 +11,41 @@
 
 namespace inferwire::v2 {
 
-inline std::size_t encoded_body::binary_size() const noexcept {
+INFERWIRE_DECL std::size_t encoded_body::binary_size() const noexcept {
   std::size_t n = 0;
   for (const auto& s : segments) n += s.size();
   return n;
 }
 
-inline std::size_t encoded_body::size() const noexcept { return header.size() + binary_size(); }
+INFERWIRE_DECL std::size_t encoded_body::size() const noexcept { return header.size() + binary_size(); }
 
-inline void encoded_body::append_to(std::string& out) const {
+INFERWIRE_DECL void encoded_body::append_to(std::string& out) const {
   out.reserve(out.size() + size());
   out += header;
   for (const auto& s : segments) out.append(reinterpret_cast<const char*>(s.data()), s.size());
 }
 
-inline std::string encoded_body::flatten() const {
+INFERWIRE_DECL std::string encoded_body::flatten() const {
   std::string body;
   append_to(body);
   return body;
 }
 
-inline std::string request_prefix(std::string_view id) {
+INFERWIRE_DECL std::string request_prefix(std::string_view id) {
   return "[request id: " + (id.empty() ? std::string("<id_unknown>") : std::string(id)) + "] ";
 }
 
 namespace detail {
 
-inline status unable_to_parse(status st, std::string_view field) {
+INFERWIRE_DECL status unable_to_parse(status st, std::string_view field) {
   return st.prefix("Unable to parse '" + std::string(field) + "': ");
 }
 
-inline std::string limit_hint() { return " bytes. Use --http-max-input-size to increase the limit."; }
+INFERWIRE_DECL std::string limit_hint() { return " bytes. Use --http-max-input-size to increase the limit."; }
 
 // A custom parameter from JSON: string, int, bool or double, checked in that order; an
 // unsigned value above INT64_MAX becomes a double (v2-protocol §1.4 step 6).
-inline bool json_to_parameter(const boost::json::value& v, parameter_value& out) {
+INFERWIRE_DECL bool json_to_parameter(const boost::json::value& v, parameter_value& out) {
   switch (v.kind()) {
     case boost::json::kind::string:
       if (json_access::is_nonfinite_literal(v)) {
@@ -65,7 +65,7 @@ inline bool json_to_parameter(const boost::json::value& v, parameter_value& out)
   }
 }
 
-inline void append_parameter(std::string& h, const parameter_value& v) {
+INFERWIRE_DECL void append_parameter(std::string& h, const parameter_value& v) {
   std::visit([&](const auto& x) {
     using T = std::decay_t<decltype(x)>;
     if constexpr (std::is_same_v<T, std::string>) append_json_string(h, x);
@@ -77,7 +77,7 @@ inline void append_parameter(std::string& h, const parameter_value& v) {
 
 // Appends `"key":value` members of `m` (without braces), comma-separated; returns whether any
 // member was written.
-inline bool append_parameter_members(std::string& h, const parameter_map& m, bool comma) {
+INFERWIRE_DECL bool append_parameter_members(std::string& h, const parameter_map& m, bool comma) {
   for (const auto& [k, v] : m) {
     if (comma) h += ',';
     comma = true;
@@ -88,7 +88,7 @@ inline bool append_parameter_members(std::string& h, const parameter_map& m, boo
   return comma;
 }
 
-inline void append_key(std::string& h, std::string_view key) {
+INFERWIRE_DECL void append_key(std::string& h, std::string_view key) {
   h += '"';
   h += key;  // our own keys need no escaping
   h += "\":";
@@ -96,7 +96,7 @@ inline void append_key(std::string& h, std::string_view key) {
 
 // Appends `,"parameters":{...}` with the members of `m`, followed by `extra` (pre-formatted
 // members such as `"binary_data_size":64`, or empty).
-inline void append_parameters_object(std::string& h, const parameter_map& m,
+INFERWIRE_DECL void append_parameters_object(std::string& h, const parameter_map& m,
                                      std::string_view extra = {}) {
   h += ',';
   append_key(h, "parameters");
@@ -109,7 +109,7 @@ inline void append_parameters_object(std::string& h, const parameter_map& m,
   h += '}';
 }
 
-inline void append_shape(std::string& h, std::span<const std::int64_t> shape) {
+INFERWIRE_DECL void append_shape(std::string& h, std::span<const std::int64_t> shape) {
   h += '[';
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) h += ',';
@@ -119,13 +119,13 @@ inline void append_shape(std::string& h, std::span<const std::int64_t> shape) {
 }
 
 // The members of an input or output parameters object that are consumed as typed fields.
-inline bool is_data_parameter(std::string_view key) {
+INFERWIRE_DECL bool is_data_parameter(std::string_view key) {
   return key == "binary_data_size" || key == "shared_memory_region" ||
          key == "shared_memory_offset" || key == "shared_memory_byte_size" ||
          key == "binary_data" || key == "classification";
 }
 
-inline void copy_other_parameters(const boost::json::object* params, parameter_map& out) {
+INFERWIRE_DECL void copy_other_parameters(const boost::json::object* params, parameter_map& out) {
   if (!params) return;
   for (const auto& kv : *params) {
     if (is_data_parameter(kv.key())) continue;
@@ -135,7 +135,7 @@ inline void copy_other_parameters(const boost::json::object* params, parameter_m
 }
 
 // Reads shared_memory_region/offset/byte_size from a tensor's parameters.
-inline bool read_shm_ref(const boost::json::object& params, shm_ref& ref, status& st) {
+INFERWIRE_DECL bool read_shm_ref(const boost::json::object& params, shm_ref& ref, status& st) {
   std::string_view region;
   if (!json_access::as_string(params.at("shared_memory_region"), region, st)) {
     st = unable_to_parse(std::move(st), "shared_memory_region");
@@ -157,7 +157,7 @@ inline bool read_shm_ref(const boost::json::object& params, shm_ref& ref, status
 
 // Like std::stoi: leading spaces, a sign, digits, anything after the digits ignored.
 // Returns false when no digits are found; `overflow` when the value leaves int64.
-inline bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& overflow) {
+INFERWIRE_DECL bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& overflow) {
   std::size_t i = 0;
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   if (i < s.size() && s[i] == '+') ++i;
@@ -168,21 +168,21 @@ inline bool parse_leading_integer(std::string_view s, std::int64_t& out, bool& o
 
 }  // namespace detail
 
-inline status check_count(std::string_view what, std::size_t n, std::size_t max) {
+INFERWIRE_DECL status check_count(std::string_view what, std::size_t n, std::size_t max) {
   if (n <= max) return {};
   return {errc::invalid_arg, "request has " + std::to_string(n) + " " + std::string(what) +
                                  ", more than the " + std::to_string(max) + " allowed"};
 }
 
 
-inline status check_json_size(std::size_t size, const codec_limits& limits) {
+INFERWIRE_DECL status check_json_size(std::size_t size, const codec_limits& limits) {
   if (size <= limits.max_input_size) return {};
   return {errc::invalid_arg, "request JSON size of " + std::to_string(size) +
                                  " bytes exceeds the maximum allowed input size of " +
                                  std::to_string(limits.max_input_size) + detail::limit_hint()};
 }
 
-inline std::size_t parse_content_length(std::string_view value, status& st) {
+INFERWIRE_DECL std::size_t parse_content_length(std::string_view value, status& st) {
   std::size_t n = 0;
   auto r = std::from_chars(value.data(), value.data() + value.size(), n);
   if (r.ec != std::errc{} || r.ptr != value.data() + value.size()) {
@@ -192,7 +192,7 @@ inline std::size_t parse_content_length(std::string_view value, status& st) {
   return n;
 }
 
-inline std::size_t parse_header_length(std::optional<std::string_view> value,
+INFERWIRE_DECL std::size_t parse_header_length(std::optional<std::string_view> value,
                                        std::size_t content_length, status& st) {
   if (!value) return content_length;
   std::int64_t n = 0;
@@ -224,7 +224,7 @@ namespace detail {
 // the request's error with Triton's text, or success.
 
 // Step 6: the request's parameters (Triton's typed keys, reserved 'triton_' keys refused).
-inline status decode_request_parameters(const boost::json::value& v, parameter_map& out,
+INFERWIRE_DECL status decode_request_parameters(const boost::json::value& v, parameter_map& out,
                                         const codec_limits& limits) {
   using namespace json_access;
   status st;
@@ -267,7 +267,7 @@ inline status decode_request_parameters(const boost::json::value& v, parameter_m
 }
 
 // The 'parameters' object of a tensor, if any, within the parameter count limit.
-inline status tensor_parameters(const boost::json::object& tensor, const codec_limits& limits,
+INFERWIRE_DECL status tensor_parameters(const boost::json::object& tensor, const codec_limits& limits,
                                 const boost::json::object*& params) {
   params = nullptr;
   const auto* p = tensor.if_contains("parameters");
@@ -279,7 +279,7 @@ inline status tensor_parameters(const boost::json::object& tensor, const codec_l
 }
 
 // Step 7a: an input names exactly one place for its data.
-inline status check_one_data_source(bool has_data, bool has_binary, bool has_shm) {
+INFERWIRE_DECL status check_one_data_source(bool has_data, bool has_binary, bool has_shm) {
   if (int(has_data) + int(has_binary) + int(has_shm) == 1) return {};
   std::string msg =
       "Input must set only one of the following fields: 'data', 'binary_data_size' in "
@@ -296,7 +296,7 @@ inline status check_one_data_source(bool has_data, bool has_binary, bool has_shm
 }
 
 // Step 7b: name, datatype and shape of an input.
-inline status decode_input_header(const boost::json::object& in, const codec_limits& limits,
+INFERWIRE_DECL status decode_input_header(const boost::json::object& in, const codec_limits& limits,
                                   infer_input& input) {
   using namespace json_access;
   status st;
@@ -321,7 +321,7 @@ inline status decode_input_header(const boost::json::object& in, const codec_lim
 }
 
 // Step 7c: the 'data' of a JSON input, checked against its shape and the size limit.
-inline status decode_json_input(const boost::json::value& data, const codec_limits& limits,
+INFERWIRE_DECL status decode_json_input(const boost::json::value& data, const codec_limits& limits,
                                 infer_input& input) {
   const shape_result count = element_count(input.shape);
   if (count.error == shape_errc::invalid_dimension)
@@ -354,7 +354,7 @@ inline status decode_json_input(const boost::json::value& data, const codec_limi
 
 // Step 7: one input, its data in JSON, in the binary part of `body` (from `next_binary`,
 // which advances past it) or in shared memory.
-inline status decode_input(const boost::json::value& v, std::string_view body, std::size_t& next_binary,
+INFERWIRE_DECL status decode_input(const boost::json::value& v, std::string_view body, std::size_t& next_binary,
                            const std::string& model, const codec_limits& limits, infer_input& input) {
   status st;
   const boost::json::object* in = json_access::as_object(v, st);
@@ -387,7 +387,7 @@ inline status decode_input(const boost::json::value& v, std::string_view body, s
 }
 
 // Step 9: one requested output and its parameters (binary_data, classification, shared memory).
-inline status decode_requested_output(const boost::json::value& v, const codec_limits& limits,
+INFERWIRE_DECL status decode_requested_output(const boost::json::value& v, const codec_limits& limits,
                                       requested_output& ro) {
   using namespace json_access;
   status st;
@@ -421,7 +421,7 @@ inline status decode_requested_output(const boost::json::value& v, const codec_l
 }
 
 // A body without a JSON header (header length 0): one raw input, its shape from the model.
-inline status decode_raw_body(std::string_view body, const codec_limits& limits, infer_request& req) {
+INFERWIRE_DECL status decode_raw_body(std::string_view body, const codec_limits& limits, infer_request& req) {
   if (body.size() > limits.max_input_size)
     return {errc::invalid_arg, "Raw input has a byte_size (" + std::to_string(body.size()) +
                                    " bytes) that exceeds the maximum allowed value of " +
@@ -432,7 +432,7 @@ inline status decode_raw_body(std::string_view body, const codec_limits& limits,
 }
 
 // Steps 5 to 9 over a parsed header.
-inline status decode_infer_header(const boost::json::value& doc, std::string_view body,
+INFERWIRE_DECL status decode_infer_header(const boost::json::value& doc, std::string_view body,
                                   std::size_t header_length, const std::string& model,
                                   const codec_limits& limits, infer_request& req) {
   using namespace json_access;
@@ -475,7 +475,7 @@ inline status decode_infer_header(const boost::json::value& doc, std::string_vie
 
 }  // namespace detail
 
-inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,
+INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::size_t header_length,
                                           std::string_view model, status& st,
                                           const codec_limits& limits) {
   infer_request req;
@@ -499,7 +499,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   return st ? infer_request{} : req;
 }
 
-inline infer_request decode_infer_request(std::string_view body, std::size_t header_length,
+INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::size_t header_length,
                                           std::string_view model, const codec_limits& limits) {
   status st;
   auto r = decode_infer_request(body, header_length, model, st, limits);
@@ -507,7 +507,7 @@ inline infer_request decode_infer_request(std::string_view body, std::size_t hea
   return r;
 }
 
-inline status deduce_raw_input(infer_request& request, std::string_view model,
+INFERWIRE_DECL status deduce_raw_input(infer_request& request, std::string_view model,
                                std::span<const tensor_metadata> inputs, bool batching,
                                const codec_limits& limits) {
   if (inputs.size() != 1)
@@ -553,7 +553,7 @@ inline status deduce_raw_input(infer_request& request, std::string_view model,
   return {};
 }
 
-inline tensor_encoding output_encoding(const infer_request& request, std::string_view name) {
+INFERWIRE_DECL tensor_encoding output_encoding(const infer_request& request, std::string_view name) {
   if (request.raw_binary) return tensor_encoding::binary;
   for (const auto& o : request.outputs)
     if (o.name == name) {
@@ -563,7 +563,7 @@ inline tensor_encoding output_encoding(const infer_request& request, std::string
   return request.binary_data_output() ? tensor_encoding::binary : tensor_encoding::json;
 }
 
-inline status encode_infer_response(const infer_response& r, encoded_body& out) {
+INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_body& out) {
   std::string& h = out.header;
   h.clear();
   out.segments.clear();
@@ -618,13 +618,13 @@ inline status encode_infer_response(const infer_response& r, encoded_body& out) 
   return {};
 }
 
-inline encoded_body encode_infer_response(const infer_response& response) {
+INFERWIRE_DECL encoded_body encode_infer_response(const infer_response& response) {
   encoded_body b;
   throw_if(encode_infer_response(response, b));
   return b;
 }
 
-inline infer_response decode_infer_response(std::string_view body,
+INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
                                             std::optional<std::size_t> header_length,
                                             status& st) {
   namespace json = boost::json;
@@ -724,7 +724,7 @@ inline infer_response decode_infer_response(std::string_view body,
   return r;
 }
 
-inline infer_response decode_infer_response(std::string_view body,
+INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
                                             std::optional<std::size_t> header_length) {
   status st;
   auto r = decode_infer_response(body, header_length, st);
@@ -732,11 +732,11 @@ inline infer_response decode_infer_response(std::string_view body,
   return r;
 }
 
-inline status encode_infer_request(const infer_request& q, encoded_body& out) {
+INFERWIRE_DECL status encode_infer_request(const infer_request& q, encoded_body& out) {
   return encode_infer_request(q, q.parameters, out);
 }
 
-inline status encode_infer_request(const infer_request& q, const parameter_map& parameters,
+INFERWIRE_DECL status encode_infer_request(const infer_request& q, const parameter_map& parameters,
                                    encoded_body& out) {
   std::string& h = out.header;
   h.clear();
@@ -847,20 +847,20 @@ inline status encode_infer_request(const infer_request& q, const parameter_map& 
   return {};
 }
 
-inline encoded_body encode_infer_request(const infer_request& request) {
+INFERWIRE_DECL encoded_body encode_infer_request(const infer_request& request) {
   encoded_body b;
   throw_if(encode_infer_request(request, b));
   return b;
 }
 
-inline std::string error_body(std::string_view message) {
+INFERWIRE_DECL std::string error_body(std::string_view message) {
   std::string body = "{\"error\":";
   append_json_string(body, message);
   body += '}';
   return body;
 }
 
-inline std::string parse_error_body(std::string_view body) {
+INFERWIRE_DECL std::string parse_error_body(std::string_view body) {
   status st;
   auto doc = parse_json(body, st);
   if (!st)

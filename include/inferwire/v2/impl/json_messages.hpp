@@ -13,7 +13,7 @@ namespace inferwire::v2 {
 // ---------------------------------------------------------------------------------------------
 // Conversions
 
-inline boost::json::value to_json(const parameter_value& v) {
+INFERWIRE_DECL boost::json::value to_json(const parameter_value& v) {
   return std::visit([](const auto& x) -> boost::json::value {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::string>)
       return boost::json::string(x);
@@ -22,7 +22,7 @@ inline boost::json::value to_json(const parameter_value& v) {
   }, v);
 }
 
-inline boost::json::object to_json(const parameter_map& m) {
+INFERWIRE_DECL boost::json::object to_json(const parameter_map& m) {
   boost::json::object o;
   for (const auto& [k, v] : m) o[k] = to_json(v);
   return o;
@@ -84,18 +84,18 @@ struct reader {
   }
 };
 
-inline boost::json::value duration_json(const statistic_duration& d) {
+INFERWIRE_DECL boost::json::value duration_json(const statistic_duration& d) {
   return {{"count", d.count}, {"ns", d.ns}};
 }
 }  // namespace detail
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const server_metadata& v) {
   boost::json::array ext;
   for (const auto& e : v.extensions) ext.emplace_back(e);
   jv = {{"name", v.name}, {"version", v.version}, {"extensions", std::move(ext)}};
 }
-inline server_metadata tag_invoke(boost::json::value_to_tag<server_metadata>,
+INFERWIRE_DECL server_metadata tag_invoke(boost::json::value_to_tag<server_metadata>,
                                   const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   server_metadata m{r.str("name"), r.str("version"), {}};
@@ -105,12 +105,12 @@ inline server_metadata tag_invoke(boost::json::value_to_tag<server_metadata>,
   return m;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const tensor_metadata& v) {
   boost::json::array shape(v.shape.begin(), v.shape.end());
   jv = {{"name", v.name}, {"datatype", wire_name(v.datatype)}, {"shape", std::move(shape)}};
 }
-inline tensor_metadata tag_invoke(boost::json::value_to_tag<tensor_metadata>,
+INFERWIRE_DECL tensor_metadata tag_invoke(boost::json::value_to_tag<tensor_metadata>,
                                   const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   tensor_metadata t{r.str("name"), parse_data_type(r.str("datatype")), {}};
@@ -123,7 +123,7 @@ inline tensor_metadata tag_invoke(boost::json::value_to_tag<tensor_metadata>,
   return t;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const model_metadata& v) {
   boost::json::array versions, inputs, outputs;
   for (const auto& s : v.versions) versions.emplace_back(s);
@@ -133,7 +133,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
         {"platform", v.platform},  {"inputs", std::move(inputs)},
         {"outputs", std::move(outputs)}};
 }
-inline model_metadata tag_invoke(boost::json::value_to_tag<model_metadata>,
+INFERWIRE_DECL model_metadata tag_invoke(boost::json::value_to_tag<model_metadata>,
                                  const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   model_metadata m;
@@ -148,13 +148,13 @@ inline model_metadata tag_invoke(boost::json::value_to_tag<model_metadata>,
   return m;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const repository_index_request& v) {
   boost::json::object o;
   if (v.ready) o["ready"] = *v.ready;
   jv = std::move(o);
 }
-inline repository_index_request tag_invoke(boost::json::value_to_tag<repository_index_request>,
+INFERWIRE_DECL repository_index_request tag_invoke(boost::json::value_to_tag<repository_index_request>,
                                            const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   repository_index_request q;
@@ -166,7 +166,7 @@ inline repository_index_request tag_invoke(boost::json::value_to_tag<repository_
   return q;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const repository_index_entry& v) {
   boost::json::object o;
   o["name"] = v.name;
@@ -175,7 +175,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
   if (!v.reason.empty()) o["reason"] = v.reason;
   jv = std::move(o);
 }
-inline repository_index_entry tag_invoke(boost::json::value_to_tag<repository_index_entry>,
+INFERWIRE_DECL repository_index_entry tag_invoke(boost::json::value_to_tag<repository_index_entry>,
                                          const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   repository_index_entry e;
@@ -186,7 +186,7 @@ inline repository_index_entry tag_invoke(boost::json::value_to_tag<repository_in
   return e;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const repository_load_request& v) {
   boost::json::object params;
   if (v.config) params["config"] = *v.config;
@@ -195,7 +195,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
   if (!params.empty()) o["parameters"] = std::move(params);
   jv = std::move(o);
 }
-inline repository_load_request tag_invoke(boost::json::value_to_tag<repository_load_request>,
+INFERWIRE_DECL repository_load_request tag_invoke(boost::json::value_to_tag<repository_load_request>,
                                           const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   repository_load_request q;
@@ -220,11 +220,11 @@ inline repository_load_request tag_invoke(boost::json::value_to_tag<repository_l
   return q;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const repository_unload_request& v) {
   jv = {{"parameters", {{"unload_dependents", v.unload_dependents}}}};
 }
-inline repository_unload_request tag_invoke(boost::json::value_to_tag<repository_unload_request>,
+INFERWIRE_DECL repository_unload_request tag_invoke(boost::json::value_to_tag<repository_unload_request>,
                                             const boost::json::value& jv) {
   // Upstream quirk (v2-protocol §6.4): a non-bool unload_dependents is ignored.
   repository_unload_request q;
@@ -236,11 +236,11 @@ inline repository_unload_request tag_invoke(boost::json::value_to_tag<repository
   return q;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const system_shm_register_request& v) {
   jv = {{"key", v.key}, {"offset", v.offset}, {"byte_size", v.byte_size}};
 }
-inline system_shm_register_request tag_invoke(
+INFERWIRE_DECL system_shm_register_request tag_invoke(
     boost::json::value_to_tag<system_shm_register_request>, const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   system_shm_register_request q;
@@ -254,23 +254,23 @@ inline system_shm_register_request tag_invoke(
   return q;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const system_shm_status& v) {
   jv = {{"name", v.name}, {"key", v.key}, {"offset", v.offset}, {"byte_size", v.byte_size}};
 }
-inline system_shm_status tag_invoke(boost::json::value_to_tag<system_shm_status>,
+INFERWIRE_DECL system_shm_status tag_invoke(boost::json::value_to_tag<system_shm_status>,
                                     const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   return {r.str("name"), r.str("key"), r.u64("offset"), r.u64("byte_size")};
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const cuda_shm_register_request& v) {
   jv = {{"raw_handle", {{"b64", base64_encode(v.raw_handle)}}},
         {"device_id", v.device_id},
         {"byte_size", v.byte_size}};
 }
-inline cuda_shm_register_request tag_invoke(boost::json::value_to_tag<cuda_shm_register_request>,
+INFERWIRE_DECL cuda_shm_register_request tag_invoke(boost::json::value_to_tag<cuda_shm_register_request>,
                                             const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   if (!r.find("raw_handle"))
@@ -286,21 +286,21 @@ inline cuda_shm_register_request tag_invoke(boost::json::value_to_tag<cuda_shm_r
   return q;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const cuda_shm_status& v) {
   jv = {{"name", v.name}, {"device_id", v.device_id}, {"byte_size", v.byte_size}};
 }
-inline cuda_shm_status tag_invoke(boost::json::value_to_tag<cuda_shm_status>,
+INFERWIRE_DECL cuda_shm_status tag_invoke(boost::json::value_to_tag<cuda_shm_status>,
                                   const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   return {r.str("name"), r.u64("device_id"), r.u64("byte_size")};
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const statistic_duration& v) {
   jv = detail::duration_json(v);
 }
-inline statistic_duration tag_invoke(boost::json::value_to_tag<statistic_duration>,
+INFERWIRE_DECL statistic_duration tag_invoke(boost::json::value_to_tag<statistic_duration>,
                                      const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   return {r.u64("count"), r.u64("ns")};
@@ -353,12 +353,12 @@ void durations_from_json(const reader& r, T& v) {
 }  // namespace detail
 
 #define INFERWIRE_V2_DURATIONS_CONVERSION(T)                                               \
-  inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const T& v) { \
+  INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const T& v) { \
     boost::json::object o;                                                                 \
     detail::durations_to_json(o, v);                                                       \
     jv = std::move(o);                                                                     \
   }                                                                                        \
-  inline T tag_invoke(boost::json::value_to_tag<T>, const boost::json::value& jv) {         \
+  INFERWIRE_DECL T tag_invoke(boost::json::value_to_tag<T>, const boost::json::value& jv) {         \
     T v;                                                                                   \
     detail::durations_from_json(detail::reader{detail::reader::object_of(jv)}, v);         \
     return v;                                                                              \
@@ -367,14 +367,14 @@ INFERWIRE_V2_DURATIONS_CONVERSION(infer_statistics)
 INFERWIRE_V2_DURATIONS_CONVERSION(response_statistics)
 #undef INFERWIRE_V2_DURATIONS_CONVERSION
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const batch_statistics& v) {
   boost::json::object o;
   o["batch_size"] = v.batch_size;
   detail::durations_to_json(o, v);
   jv = std::move(o);
 }
-inline batch_statistics tag_invoke(boost::json::value_to_tag<batch_statistics>,
+INFERWIRE_DECL batch_statistics tag_invoke(boost::json::value_to_tag<batch_statistics>,
                                    const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   batch_statistics b;
@@ -383,17 +383,17 @@ inline batch_statistics tag_invoke(boost::json::value_to_tag<batch_statistics>,
   return b;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const memory_usage& v) {
   jv = {{"type", v.type}, {"id", v.id}, {"byte_size", v.byte_size}};
 }
-inline memory_usage tag_invoke(boost::json::value_to_tag<memory_usage>,
+INFERWIRE_DECL memory_usage tag_invoke(boost::json::value_to_tag<memory_usage>,
                                const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   return {r.str("type"), r.i64("id"), r.u64("byte_size")};
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const model_statistics& v) {
   boost::json::object o;
   o["name"] = v.name;
@@ -412,7 +412,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
   o["memory_usage"] = std::move(mu);
   jv = std::move(o);
 }
-inline model_statistics tag_invoke(boost::json::value_to_tag<model_statistics>,
+INFERWIRE_DECL model_statistics tag_invoke(boost::json::value_to_tag<model_statistics>,
                                    const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   model_statistics m;
@@ -436,13 +436,13 @@ inline model_statistics tag_invoke(boost::json::value_to_tag<model_statistics>,
   return m;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const statistics_response& v) {
   boost::json::array a;
   for (const auto& m : v.model_stats) a.push_back(boost::json::value_from(m));
   jv = {{"model_stats", std::move(a)}};
 }
-inline statistics_response tag_invoke(boost::json::value_to_tag<statistics_response>,
+INFERWIRE_DECL statistics_response tag_invoke(boost::json::value_to_tag<statistics_response>,
                                       const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   statistics_response s;
@@ -451,7 +451,7 @@ inline statistics_response tag_invoke(boost::json::value_to_tag<statistics_respo
   return s;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const trace_settings& v) {
   boost::json::object o;
   auto put = [&o](const std::string& k, const std::optional<std::vector<std::string>>& values) {
@@ -472,7 +472,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
     if (std::find(order.begin(), order.end(), std::string_view(k)) == order.end()) put(k, values);
   jv = std::move(o);
 }
-inline trace_settings tag_invoke(boost::json::value_to_tag<trace_settings>,
+INFERWIRE_DECL trace_settings tag_invoke(boost::json::value_to_tag<trace_settings>,
                                  const boost::json::value& jv) {
   trace_settings t;
   for (const auto& kv : detail::reader::object_of(jv)) {
@@ -491,7 +491,7 @@ inline trace_settings tag_invoke(boost::json::value_to_tag<trace_settings>,
   return t;
 }
 
-inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
+INFERWIRE_DECL void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
                        const log_settings& v) {
   boost::json::object o;
   if (v.log_file) o["log_file"] = *v.log_file;
@@ -502,7 +502,7 @@ inline void tag_invoke(boost::json::value_from_tag, boost::json::value& jv,
   if (v.log_format) o["log_format"] = *v.log_format;
   jv = std::move(o);
 }
-inline log_settings tag_invoke(boost::json::value_to_tag<log_settings>,
+INFERWIRE_DECL log_settings tag_invoke(boost::json::value_to_tag<log_settings>,
                                const boost::json::value& jv) {
   detail::reader r{detail::reader::object_of(jv)};
   log_settings s;

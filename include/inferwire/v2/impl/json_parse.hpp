@@ -27,7 +27,7 @@ inline constexpr std::string_view ninf_literal{"\0inferwire:-Infinity", 20};
 
 // Rewrites NaN, Infinity and -Infinity outside strings to the quoted payloads above. Returns
 // false (and leaves `out` untouched) when the text has none, the common case.
-inline bool rewrite_nonfinite(std::string_view in, std::string& out) {
+INFERWIRE_DECL bool rewrite_nonfinite(std::string_view in, std::string& out) {
   bool in_string = false, escaped = false, found = false;
   std::size_t copied = 0;
   auto emit = [&](std::size_t at, std::size_t len, std::string_view payload) {
@@ -64,11 +64,11 @@ inline bool rewrite_nonfinite(std::string_view in, std::string& out) {
   return found;
 }
 
-inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+INFERWIRE_DECL bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Names a syntax error the way RapidJSON does, from the structure of the text before the
 // point where parsing stopped. Boost.JSON reports where, RapidJSON's wording says what.
-inline std::string_view rapidjson_message(std::string_view text, std::size_t at, bool at_end) {
+INFERWIRE_DECL std::string_view rapidjson_message(std::string_view text, std::size_t at, bool at_end) {
   enum class expect { value, key, colon, comma };
   std::string stack;  // '{' or '['
   expect e = expect::value;
@@ -118,18 +118,18 @@ inline std::string_view rapidjson_message(std::string_view text, std::size_t at,
   return "Invalid value.";
 }
 
-inline status parse_error(std::string_view message, std::size_t offset) {
+INFERWIRE_DECL status parse_error(std::string_view message, std::size_t offset) {
   return {errc::internal, "failed to parse the request JSON buffer: " + std::string(message) +
                               " at " + std::to_string(offset)};
 }
 
-inline status type_error(std::string_view what) {
+INFERWIRE_DECL status type_error(std::string_view what) {
   return {errc::internal, "attempt to access JSON " + std::string(what)};
 }
 
 }  // namespace detail
 
-inline boost::json::value parse_json(std::string_view text, status& st, std::size_t max_depth,
+INFERWIRE_DECL boost::json::value parse_json(std::string_view text, status& st, std::size_t max_depth,
                                      boost::json::storage_ptr sp) {
   namespace json = boost::json;
   std::string rewritten;
@@ -171,7 +171,7 @@ inline boost::json::value parse_json(std::string_view text, status& st, std::siz
   return p.release();
 }
 
-inline boost::json::value parse_json(std::string_view text, std::size_t max_depth) {
+INFERWIRE_DECL boost::json::value parse_json(std::string_view text, std::size_t max_depth) {
   status st;
   auto v = parse_json(text, st, max_depth);
   throw_if(st);
@@ -180,23 +180,23 @@ inline boost::json::value parse_json(std::string_view text, std::size_t max_dept
 
 namespace json_access {
 
-inline bool is_nonfinite_literal(const boost::json::value& v) noexcept {
+INFERWIRE_DECL bool is_nonfinite_literal(const boost::json::value& v) noexcept {
   if (!v.is_string()) return false;
   std::string_view s = v.get_string();
   return s == detail::nan_literal || s == detail::inf_literal || s == detail::ninf_literal;
 }
 
-inline const boost::json::object* as_object(const boost::json::value& v, status& st) {
+INFERWIRE_DECL const boost::json::object* as_object(const boost::json::value& v, status& st) {
   if (auto* o = v.if_object()) return o;
   st = detail::type_error("non-object as object");
   return nullptr;
 }
-inline const boost::json::array* as_array(const boost::json::value& v, status& st) {
+INFERWIRE_DECL const boost::json::array* as_array(const boost::json::value& v, status& st) {
   if (auto* a = v.if_array()) return a;
   st = detail::type_error("non-array as array");
   return nullptr;
 }
-inline bool as_string(const boost::json::value& v, std::string_view& out, status& st) {
+INFERWIRE_DECL bool as_string(const boost::json::value& v, std::string_view& out, status& st) {
   if (auto* s = v.if_string(); s && !is_nonfinite_literal(v)) {
     out = *s;
     return true;
@@ -204,7 +204,7 @@ inline bool as_string(const boost::json::value& v, std::string_view& out, status
   st = detail::type_error("non-string as string");
   return false;
 }
-inline bool as_bool(const boost::json::value& v, bool& out, status& st) {
+INFERWIRE_DECL bool as_bool(const boost::json::value& v, bool& out, status& st) {
   if (auto* b = v.if_bool()) {
     out = *b;
     return true;
@@ -212,7 +212,7 @@ inline bool as_bool(const boost::json::value& v, bool& out, status& st) {
   st = detail::type_error("non-boolean as boolean");
   return false;
 }
-inline bool as_int64(const boost::json::value& v, std::int64_t& out, status& st) {
+INFERWIRE_DECL bool as_int64(const boost::json::value& v, std::int64_t& out, status& st) {
   if (auto* i = v.if_int64()) {
     out = *i;
     return true;
@@ -220,7 +220,7 @@ inline bool as_int64(const boost::json::value& v, std::int64_t& out, status& st)
   st = detail::type_error("non-signed-integer as signed-integer");
   return false;
 }
-inline bool as_uint64(const boost::json::value& v, std::uint64_t& out, status& st) {
+INFERWIRE_DECL bool as_uint64(const boost::json::value& v, std::uint64_t& out, status& st) {
   if (auto* u = v.if_uint64()) {
     out = *u;
     return true;
@@ -232,7 +232,7 @@ inline bool as_uint64(const boost::json::value& v, std::uint64_t& out, status& s
   st = detail::type_error("non-unsigned-integer as unsigned-integer");
   return false;
 }
-inline bool as_double(const boost::json::value& v, double& out, status& st) {
+INFERWIRE_DECL bool as_double(const boost::json::value& v, double& out, status& st) {
   switch (v.kind()) {
     case boost::json::kind::double_: out = v.get_double(); return true;
     case boost::json::kind::int64: out = static_cast<double>(v.get_int64()); return true;
@@ -249,7 +249,7 @@ inline bool as_double(const boost::json::value& v, double& out, status& st) {
   st = detail::type_error("non-number as double");
   return false;
 }
-inline const boost::json::value* member(const boost::json::object& o, std::string_view name,
+INFERWIRE_DECL const boost::json::value* member(const boost::json::object& o, std::string_view name,
                                         status& st) {
   if (auto* v = o.if_contains(name)) return v;
   st = {errc::internal,
@@ -259,7 +259,7 @@ inline const boost::json::value* member(const boost::json::object& o, std::strin
 
 }  // namespace json_access
 
-inline std::string base64_encode(std::string_view bytes) {
+INFERWIRE_DECL std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                           reinterpret_cast<const unsigned char*>(bytes.data()),
@@ -268,7 +268,7 @@ inline std::string base64_encode(std::string_view bytes) {
   return out;
 }
 
-inline bool base64_decode(std::string_view text, std::string& out) {
+INFERWIRE_DECL bool base64_decode(std::string_view text, std::string& out) {
   // Line breaks and other ASCII whitespace are skipped, as Triton's decoder (libb64) does:
   // its C++ client sends the CUDA IPC handle broken into lines.
   std::string compact;

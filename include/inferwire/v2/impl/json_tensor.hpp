@@ -91,7 +91,7 @@ status decode_fixed(const boost::json::array& a, std::int64_t count, std::string
   return {};
 }
 
-inline status decode_bytes_elements(const boost::json::array& a, std::string& out) {
+INFERWIRE_DECL status decode_bytes_elements(const boost::json::array& a, std::string& out) {
   status st;
   auto leaf = [&](const boost::json::value& v) {
     std::string_view s;
@@ -105,7 +105,7 @@ inline status decode_bytes_elements(const boost::json::array& a, std::string& ou
 
 }  // namespace detail
 
-inline status decode_json_tensor_data(const boost::json::value& data, data_type type,
+INFERWIRE_DECL status decode_json_tensor_data(const boost::json::value& data, data_type type,
                                       std::int64_t element_count, std::string_view name,
                                       std::string& out) {
   if (element_count == 0) return {};
@@ -135,7 +135,7 @@ inline status decode_json_tensor_data(const boost::json::value& data, data_type 
   return {errc::invalid_arg, "invalid datatype for input " + std::string(name)};
 }
 
-inline void append_json_double(std::string& out, double d) {
+INFERWIRE_DECL void append_json_double(std::string& out, double d) {
   if (std::isnan(d)) {
     out += "NaN";
     return;
@@ -197,7 +197,7 @@ inline void append_json_double(std::string& out, double d) {
   }
 }
 
-inline void append_json_string(std::string& out, std::string_view s) {
+INFERWIRE_DECL void append_json_string(std::string& out, std::string_view s) {
   boost::json::serializer sr;
   sr.reset(s);
   char buf[512];
@@ -207,7 +207,7 @@ inline void append_json_string(std::string& out, std::string_view s) {
 namespace detail {
 /// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
 /// U+10FFFF).
-inline bool valid_utf8(std::string_view s) noexcept {
+INFERWIRE_DECL bool valid_utf8(std::string_view s) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
@@ -262,7 +262,7 @@ void append_fixed_array(std::string& out, std::span<const std::byte> bytes, std:
 }
 }  // namespace detail
 
-inline status append_json_tensor_data(std::string& out, data_type type,
+INFERWIRE_DECL status append_json_tensor_data(std::string& out, data_type type,
                                       std::span<const std::byte> bytes,
                                       std::int64_t element_count, std::string_view name) {
   if (type == data_type::fp16 || type == data_type::bf16)
