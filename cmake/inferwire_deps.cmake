@@ -2,15 +2,37 @@
 # Used by the build (inferwire_targets.cmake) and, through configure_file, by the installed
 # inferwireConfig.cmake, so the two can never disagree.
 #
-# INFERWIRE_COMPONENT_DEPS_<c>      components <c> builds on
+# INFERWIRE_COMPONENT_DEPS_<c>      components <c> builds on: exactly the components whose
+#                                   headers <c>'s headers include (tests/include_graph.cmake
+#                                   checks both ways)
+# INFERWIRE_HEADER_COMPONENTS       headers that are not in their component's folder, as
+#                                   <path under include/inferwire>=<component>; every other
+#                                   header belongs to the component its folder names
 set(INFERWIRE_COMPONENTS core v2 http grpc shm cuda gms)
 set(INFERWIRE_COMPONENT_DEPS_core "")
 set(INFERWIRE_COMPONENT_DEPS_v2   core)
 set(INFERWIRE_COMPONENT_DEPS_http v2)
 set(INFERWIRE_COMPONENT_DEPS_grpc v2)
-set(INFERWIRE_COMPONENT_DEPS_shm  core)
-set(INFERWIRE_COMPONENT_DEPS_cuda core)
+# Regions build the v2 registration requests (register_request()).
+set(INFERWIRE_COMPONENT_DEPS_shm  v2)
+# CUDA IPC regions (shm/cuda_region.hpp, part of cuda) build v2 registration requests too.
+set(INFERWIRE_COMPONENT_DEPS_cuda v2)
 set(INFERWIRE_COMPONENT_DEPS_gms  core cuda)
+set(INFERWIRE_HEADER_COMPONENTS
+  core.hpp=core version.hpp=core v2.hpp=v2 http.hpp=http grpc.hpp=grpc shm.hpp=shm cuda.hpp=cuda
+  gms.hpp=gms src.hpp=http shm/cuda_region.hpp=cuda)
+
+# The component of the header at <path> (relative to include/inferwire).
+function(inferwire_header_component out path)
+  foreach(entry IN LISTS INFERWIRE_HEADER_COMPONENTS)
+    if(entry MATCHES "^(.*)=(.*)$" AND CMAKE_MATCH_1 STREQUAL path)
+      set(${out} ${CMAKE_MATCH_2} PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  string(REGEX MATCH "^([a-z0-9_]+)/" m "${path}")
+  set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
 
 # Expands a list of components to itself plus everything it builds on, in dependency order.
 function(inferwire_component_closure out)

@@ -14,18 +14,32 @@ set(INFERWIRE_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/cmake/inferwire"
 set(INFERWIRE_PROTO_DIR "${CMAKE_INSTALL_DATADIR}/inferwire/proto")
 set(_iw_dev COMPONENT inferwire_development)
 
-# Headers: the common ones, then one folder per built component.
-install(FILES include/inferwire/core.hpp "${PROJECT_BINARY_DIR}/include/inferwire/version.hpp"
+# Headers: the generated version, the top-level headers of the built components, then one
+# folder per built component.
+install(FILES "${PROJECT_BINARY_DIR}/include/inferwire/version.hpp"
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
-if("v2" IN_LIST INFERWIRE_AVAILABLE_COMPONENTS)
-  install(FILES include/inferwire/v2.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
-endif()
-if("http" IN_LIST INFERWIRE_AVAILABLE_COMPONENTS)
-  # The separately compiled bodies (INFERWIRE_SEPARATE_COMPILATION): the v2 codec and the client.
-  install(FILES include/inferwire/src.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
-endif()
+# The umbrella headers (and src.hpp, the separately compiled bodies of the v2 codec and the
+# HTTP client), each with its component.
+foreach(entry IN LISTS INFERWIRE_HEADER_COMPONENTS)
+  if(NOT entry MATCHES "^([a-z0-9_]+\\.hpp)=(.*)$")
+    continue()
+  endif()
+  set(_iw_file "include/inferwire/${CMAKE_MATCH_1}")
+  if(CMAKE_MATCH_2 IN_LIST INFERWIRE_AVAILABLE_COMPONENTS AND EXISTS "${PROJECT_SOURCE_DIR}/${_iw_file}")
+    install(FILES ${_iw_file} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
+  endif()
+endforeach()
+# Headers outside their component's folder are left out when that component is not built.
+set(_iw_excluded "")
+foreach(entry IN LISTS INFERWIRE_HEADER_COMPONENTS)
+  if(entry MATCHES "^([a-z0-9_]+/.*)=(.*)$" AND NOT CMAKE_MATCH_2 IN_LIST INFERWIRE_AVAILABLE_COMPONENTS)
+    get_filename_component(_iw_name "${CMAKE_MATCH_1}" NAME)
+    list(APPEND _iw_excluded PATTERN "${_iw_name}" EXCLUDE)
+  endif()
+endforeach()
 foreach(c IN LISTS INFERWIRE_AVAILABLE_COMPONENTS)
-  install(DIRECTORY include/inferwire/${c} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev})
+  install(DIRECTORY include/inferwire/${c} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferwire ${_iw_dev}
+          ${_iw_excluded})
 endforeach()
 # The license (Apache-2.0) goes with every installed copy.
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/inferwire ${_iw_dev})

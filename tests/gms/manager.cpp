@@ -3,6 +3,7 @@
 // remap, read-only access for readers, stale-layout detection, reallocation.
 #include "fixture.hpp"
 
+#include <inferwire/gms/cuda_vmm.hpp>
 #include <inferwire/gms/memory_manager.hpp>
 #include <inferwire/gms/mmap_mapper.hpp>
 
@@ -17,6 +18,17 @@ using gms::requested_lock_type;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using manager = gms::memory_manager<gms::mmap_mapper>;
+
+TEST_CASE("gms: every exception derives from gms::error", "[gms]") {
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::connection_error>);
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::lock_timeout>);
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::server_error>);
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::stale_memory_layout>);
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::decode_error>);
+  STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::cuda_vmm_error>);
+  // A payload that is not a message is refused with the common base.
+  CHECK_THROWS_AS(gms::decode(std::string_view("\xc1")), gms::error);
+}
 
 namespace {
 

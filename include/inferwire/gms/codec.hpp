@@ -12,6 +12,7 @@
 #ifndef INFERWIRE_GMS_CODEC_HPP
 #define INFERWIRE_GMS_CODEC_HPP
 
+#include <inferwire/gms/error.hpp>
 #include <inferwire/gms/messages.hpp>
 
 #include <msgpack.hpp>
@@ -27,9 +28,9 @@
 namespace inferwire::gms {
 
 /// A payload that is not a valid v2 message.
-class decode_error : public std::runtime_error {
+class decode_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 namespace detail {

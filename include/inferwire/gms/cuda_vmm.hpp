@@ -18,6 +18,7 @@
 #define INFERWIRE_GMS_CUDA_VMM_HPP
 
 #include <inferwire/cuda/runtime.hpp>
+#include <inferwire/gms/error.hpp>
 #include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/session.hpp>
 
@@ -34,9 +35,9 @@
 namespace inferwire::gms {
 
 /// A failed CUDA driver call (or no usable driver): "<api>: <CUDA error name>".
-class cuda_vmm_error : public std::runtime_error {
+class cuda_vmm_error : public error {
  public:
-  cuda_vmm_error(CUresult code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  cuda_vmm_error(CUresult code, const std::string& what) : error(what), code_(code) {}
   CUresult code() const noexcept { return code_; }
 
  private:

@@ -18,6 +18,7 @@
 #define INFERWIRE_GMS_SESSION_HPP
 
 #include <inferwire/gms/codec.hpp>
+#include <inferwire/gms/error.hpp>
 #include <inferwire/gms/framing.hpp>
 
 #include <cerrno>
@@ -36,10 +37,6 @@
 
 namespace inferwire::gms {
 
-class error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 /// Could not connect, or the connection failed (it is closed).
 class connection_error : public error {
  public:
