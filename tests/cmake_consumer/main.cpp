@@ -34,11 +34,24 @@
 
 namespace {
 
-[[maybe_unused]] std::vector<std::int32_t> iota16() {
-  std::vector<std::int32_t> v(16);
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
+#if defined(CONSUMER_USES_HTTP) || defined(CONSUMER_USES_GRPC)
+// The request for 'simple' on the server (OUTPUT0 = INPUT0 + INPUT1): 0..15 and 1s. The
+// request's inputs are views of the vectors held here.
+struct simple_request {
+  std::vector<std::int32_t> a = [] {
+    std::vector<std::int32_t> v(16);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+  }();
+  std::vector<std::int32_t> b = std::vector<std::int32_t>(16, 1);
+  inferwire::v2::infer_request q;
+  simple_request() {
+    q.inputs.push_back(inferwire::v2::make_input("INPUT0", a, {1, 16}));
+    q.inputs.push_back(inferwire::v2::make_input("INPUT1", b, {1, 16}));
+  }
+  simple_request(const simple_request&) = delete;
+};
+#endif
 
 }  // namespace
 
@@ -61,14 +74,10 @@ int main(int argc, char** argv) {
   auto back = v2::decode_infer_request(body, header, "simple");
   if (back.inputs.at(0).as<std::int32_t>().at(15) != 7) return 4;
 #elif defined(CONSUMER_USES_HTTP)
-  // 'simple' on the server: OUTPUT0 = INPUT0 + INPUT1.
   http::client c("127.0.0.1", arg);
   if (!c.server_ready()) return 5;
-  auto a = iota16();
-  std::vector<std::int32_t> b(16, 1);
-  v2::infer_request q;
-  q.inputs.push_back(v2::make_input("INPUT0", a, shape));
-  q.inputs.push_back(v2::make_input("INPUT1", b, shape));
+  simple_request simple;
+  const auto& q = simple.q;
   auto r = c.infer("simple", q);
   if (r.as<std::int32_t>("OUTPUT0")[15] != 16) return 6;
   // Asynchronous, on the caller's io_context, with futures.
@@ -85,11 +94,8 @@ int main(int argc, char** argv) {
   o.target = "127.0.0.1:" + arg;
   ig::client c(o);
   if (!c.server_ready()) return 5;
-  auto a = iota16();
-  std::vector<std::int32_t> b(16, 1);
-  v2::infer_request q;
-  q.inputs.push_back(v2::make_input("INPUT0", a, shape));
-  q.inputs.push_back(v2::make_input("INPUT1", b, shape));
+  simple_request simple;
+  const auto& q = simple.q;
   auto r = c.infer("simple", q);
   if (r.response.output("OUTPUT0")->as<std::int32_t>()[15] != 16) return 6;
   std::error_code ec;
