@@ -8,6 +8,11 @@
 #include "bench_process.hpp"
 
 #include <inferwire/grpc/client.hpp>
+#include <inferwire/grpc/convert.hpp>
+
+#include "grpc_service.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -72,7 +77,7 @@ result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, d
     threads.emplace_back([&, t] {
       while (!stop.load(std::memory_order_relaxed)) {
         const auto s = clock_type::now();
-        std::error_code ec;
+        ig::error_code ec;
         c.infer("simple", req, ec);
         if (ec) ++errors;
         lat[static_cast<std::size_t>(t)].push_back(std::chrono::duration<double, std::micro>(clock_type::now() - s).count());
@@ -94,13 +99,24 @@ result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, d
 }
 
 double run_stream(ig::client& c, const v2::infer_request& req, int n) {
-  std::atomic<int> got{0};
+  int got = 0;
   const auto t0 = clock_type::now();
-  auto s = c.start_stream([&](std::error_code, ig::infer_result) { ++got; });
-  for (int i = 0; i < n; ++i) s->send("simple", req);
-  s->finish();
+  auto s = c.open_stream();
+  // Written from one thread while this one reads: requests and responses overlap.
+  std::thread writer([&] {
+    for (int i = 0; i < n; ++i) s.write("simple", req);
+    s.writes_done();
+  });
+  for (;;) {
+    ig::error_code ec;
+    s.read(ec);
+    if (ec == boost::asio::error::eof || (ec && ig::status_code(ec) != 2)) break;
+    ++got;
+  }
+  writer.join();
+  s.finish();
   const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
-  return got.load() / elapsed;
+  return got / elapsed;
 }
 
 }  // namespace
@@ -137,14 +153,12 @@ int main(int argc, char** argv) {
   std::iota(a.begin(), a.end(), 0);
   const v2::infer_request req = simple_request(a, b);
 
-  ig::channel_options o;
-  o.target = "127.0.0.1:" + std::to_string(grpc_port);
-  ig::client ours(o);
+  ig::client ours("127.0.0.1:" + std::to_string(grpc_port));
   // A real response, canned for the baseline (same size on the wire).
   inference::ModelInferResponse canned;
   {
     auto r = ours.infer("simple", req);
-    ig::encode_infer_response(r.response, canned);
+    ig::encode_infer_response(r.response(), canned);
   }
   const int echo_port = bench::free_port();
   {
@@ -159,9 +173,7 @@ int main(int argc, char** argv) {
     bench::stop(server_pid);
     return 1;
   }
-  ig::channel_options eo = o;
-  eo.target = "127.0.0.1:" + std::to_string(echo_port);
-  ig::client echo(eo);
+  ig::client echo("127.0.0.1:" + std::to_string(echo_port));
 
   std::printf("bench_grpc_infer: simple (INT32 [1,16] x2 -> x2), request %zu bytes, response %zu bytes\n",
               [&] {

@@ -90,15 +90,13 @@ int main(int argc, char** argv) {
 #elif defined(CONSUMER_USES_GRPC)
   // The protos were generated and compiled in this build.
   namespace ig = inferwire::grpc;
-  ig::channel_options o;
-  o.target = "127.0.0.1:" + arg;
-  ig::client c(o);
+  ig::client c("127.0.0.1:" + arg);
   if (!c.server_ready()) return 5;
   simple_request simple;
   const auto& q = simple.q;
   auto r = c.infer("simple", q);
-  if (r.response.output("OUTPUT0")->as<std::int32_t>()[15] != 16) return 6;
-  std::error_code ec;
+  if (r.as<std::int32_t>("OUTPUT0")[15] != 16) return 6;
+  ig::error_code ec;
   c.infer("no_such_model", q, ec);
   if (ig::status_code(ec) != 5) return 7;  // NOT_FOUND
 #elif defined(CONSUMER_USES_SHM)

@@ -1,590 +1,532 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/grpc/client.hpp
 //
-// The gRPC client: every RPC of inference.GRPCInferenceService with inferwire's v2 value types
-// (the same as the HTTP client's; no generated protobuf type in this API), blocking calls in a
-// throwing and an error_code form, asynchronous inference with a callback, and bidirectional
-// streaming with a handler that receives every response and every error.
+// The gRPC client: every RPC of inference.GRPCInferenceService (and grpc.health.v1 Check) with
+// inferwire's v2 value types, in the same shape as the HTTP client: the same call names, model
+// naming, options, result accessors and error_code type, blocking or asynchronous with any Asio
+// completion token, on the caller's executor.
 //
-//   inferwire::grpc::client c({.target = "localhost:8001"});
-//   v2::infer_request req;
-//   req.inputs.push_back(v2::make_input("INPUT0", std::span<const int32_t>(a), {1, 16}));
-//   req.inputs.push_back(v2::make_input("INPUT1", std::span<const int32_t>(b), {1, 16}));
-//   auto result = c.infer("simple", req);
-//   auto sum = result.response.output("OUTPUT0")->as<int32_t>();
+//   net::io_context ioc;
+//   inferwire::grpc::client c(ioc.get_executor(), "localhost:8001");
 //
-// Errors: the error_code forms set a code in grpc_category() whose value holds the gRPC status
-// code (`status_code(ec)`) and whose message() is the server's text; the throwing forms throw
-// rpc_error (a std::system_error with that code and text).
+//   // blocking, throwing (any thread; blocking calls do not need `ioc` to run):
+//   bool live = c.server_live();
+//   // blocking, error_code:
+//   grpc::error_code ec;
+//   auto meta = c.model_metadata("simple", ec);
+//   // asynchronous, with any Asio completion token (callback, use_future, use_awaitable,
+//   // deferred, ...); the handler runs on its associated executor (default: the client's):
+//   c.async_infer("simple", request, [](grpc::error_code ec, grpc::infer_result r) { ... });
+//
+//   // bidirectional streaming (ModelStreamInfer):
+//   auto s = c.open_stream();
+//   co_await s.async_write("simple", request, net::use_awaitable);
+//   auto r = co_await s.async_read(net::use_awaitable);
+//
+// A client built without an executor owns a private io_context that nothing runs: its
+// blocking calls work from any thread, and its asynchronous calls need a token that brings
+// its own executor (net::use_future, or a handler bound with net::bind_executor).
+//
+// Threads. The library starts none. gRPC completes calls on its own threads; the client hands
+// each completion to the handler's associated executor with net::dispatch, so handlers run
+// where Asio's rules say. Every member function may be called concurrently from any thread.
+//
+// Deadlines and cancellation. `timeout` (client-wide or per call) is the call's gRPC deadline
+// (DEADLINE_EXCEEDED). Asynchronous calls honour Asio's per-operation cancellation (terminal):
+// bind a cancellation slot to the token and emit; the call then fails with CANCELLED.
+//
+// Inputs. Each input travels as its `encoding` says: binary (the default) in
+// raw_input_contents, json as typed `contents` (when every input asks for it: the two cannot
+// be mixed in one request; FP16/BF16 have no contents field and stay raw), shared_memory as
+// the region parameters. The request is encoded when the call starts; the caller's tensors
+// may go away afterwards.
+//
+// Errors. See <inferwire/grpc/error.hpp>: a failed call is an error_code whose message is the
+// status message and whose gRPC status is status_code(ec).
 #ifndef INFERWIRE_GRPC_CLIENT_HPP
 #define INFERWIRE_GRPC_CLIENT_HPP
 
-#include <inferwire/core/message_table.hpp>
-#include <inferwire/grpc/convert.hpp>
-#include <inferwire/v2/tensor.hpp>
+#include <inferwire/core/config.hpp>
+#include <inferwire/grpc/error.hpp>
+#include <inferwire/v2/client_types.hpp>
+#include <inferwire/v2/detail/client_call.hpp>
 #include <inferwire/v2/types.hpp>
 
-#include "grpc_service.grpc.pb.h"
-#include "health.grpc.pb.h"
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/value.hpp>
 
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
-
-#include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
-#include <functional>
+#include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
-#include <thread>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace inferwire::grpc {
 
-// --- errors -----------------------------------------------------------------------------------
+namespace net = boost::asio;
 
-using error_code = std::error_code;
+/// Metadata sent with calls, in order.
+using v2::field_list;
+/// How a call names a model: `"simple"` or `{"simple", "2"}`.
+using v2::model_id;
 
-namespace detail {
-class grpc_category_impl final : public std::error_category {
- public:
-  const char* name() const noexcept override { return "inferwire.grpc"; }
-  std::string message(int ev) const override {
-    const auto value = static_cast<std::uint32_t>(ev);
-    std::string text;
-    if (inferwire::detail::message_table::instance().lookup(value & inferwire::detail::message_table::id_mask, text))
-      return text;
-    return "gRPC status " + std::to_string(value >> inferwire::detail::message_table::id_bits);
-  }
-};
-}  // namespace detail
-
-/// The category of failed calls.
-inline const std::error_category& grpc_category() noexcept {
-  static const detail::grpc_category_impl instance;
-  return instance;
-}
-
-/// A code for gRPC status `code` (a grpc::StatusCode value) with `message`.
-inline error_code make_error(int code, std::string_view message) {
-  using table = inferwire::detail::message_table;
-  const std::uint32_t id = message.empty() ? 0 : table::instance().intern(message);
-  return {static_cast<int>((static_cast<std::uint32_t>(code) << table::id_bits) | id), grpc_category()};
-}
-inline error_code make_error(const ::grpc::Status& s) {
-  return s.ok() ? error_code{} : make_error(static_cast<int>(s.error_code()), s.error_message());
-}
-
-/// The gRPC status code of `ec` (0 when it is not in grpc_category()).
-inline int status_code(const error_code& ec) noexcept {
-  if (ec.category() != grpc_category()) return 0;
-  return static_cast<int>(static_cast<std::uint32_t>(ec.value()) >> inferwire::detail::message_table::id_bits);
-}
-
-/// Thrown by the throwing forms: code() as from the error_code forms, what() the server's text.
-class rpc_error : public std::system_error {
- public:
-  explicit rpc_error(const error_code& ec) : std::system_error(ec), text_(ec.message()) {}
-  const char* what() const noexcept override { return text_.c_str(); }
-  int grpc_code() const noexcept { return status_code(code()); }
-
- private:
-  std::string text_;
-};
-
-inline void throw_if(const error_code& ec) {
-  if (ec) throw rpc_error(ec);
-}
-
-namespace detail {
-// The throwing form of an error_code form.
-template <class F>
-auto throwing(F f) {
-  error_code ec;
-  auto v = f(ec);
-  throw_if(ec);
-  return v;
-}
-}  // namespace detail
-
-// --- options ----------------------------------------------------------------------------------
-
+/// Compression of request messages.
 enum class compression { none, deflate, gzip };
 
-struct channel_options {
-  std::string target = "localhost:8001";  ///< host:port
+/// Settings of a client, fixed at construction.
+struct client_options {
+  /// Deadline of every call (0: none); call_options::timeout overrides it per call. For a
+  /// stream, the deadline of the whole stream.
+  std::chrono::milliseconds timeout{0};
+  /// Compression of request messages.
+  compression request_compression = compression::none;
+  /// Metadata sent with every call.
+  field_list headers;
+
+  // --- The channel
   bool tls = false;
-  std::string root_certificates;  ///< PEM; empty: the system's roots
-  std::string private_key;        ///< PEM, for client authentication
-  std::string certificate_chain;  ///< PEM, for client authentication
-  compression default_compression = compression::none;  ///< for requests
-  int max_message_size = INT_MAX;                       ///< both directions
+  std::string root_certificates;   ///< PEM; empty: the system's roots
+  std::string private_key;         ///< PEM, for client authentication
+  std::string certificate_chain;   ///< PEM, for client authentication
+  int max_message_size = INT_MAX;  ///< both directions
   std::optional<std::chrono::milliseconds> keepalive_time;
   std::optional<std::chrono::milliseconds> keepalive_timeout;
   bool keepalive_without_calls = false;
-  std::map<std::string, int> int_args;          ///< any other channel argument
+  std::map<std::string, int> int_args;  ///< any other channel argument
   std::map<std::string, std::string> string_args;
 };
 
+/// Settings of one call; unset members take the client's.
 struct call_options {
-  std::optional<std::chrono::milliseconds> timeout;  ///< the call's deadline from now
-  std::map<std::string, std::string> headers;          ///< request metadata
-  std::optional<compression> request_compression;      ///< overrides the channel's default
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<compression> request_compression;
+  /// Extra metadata (after the client's). For a stream, `triton_grpc_error: true` makes the
+  /// server end the stream at the first error instead of reporting it in the stream.
+  field_list headers;
 };
 
-struct infer_options {
-  std::string version;       ///< model version ("" = the server's choice)
-  bool typed_contents = false;  ///< send inputs as typed `contents` instead of raw bytes
-};
+namespace detail {
+struct result_access;
+}
 
-/// An inference result: `response` views outputs stored in this object (move it, keep it).
-struct infer_result {
-  v2::infer_response response;
-  std::shared_ptr<const void> storage;
-};
-
-// --- client -----------------------------------------------------------------------------------
-
-class client {
+/// The reply to an infer call. Output data are views into the reply message, which the result
+/// shares among its copies. Accessors: response(), id(), outputs(), output(name),
+/// as<T>(name), strings(name) (see <inferwire/v2/client_types.hpp>).
+class infer_result : public v2::infer_result_base {
  public:
-  explicit client(const channel_options& o = {}) : opts_(o) {
-    ::grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(o.max_message_size);
-    args.SetMaxSendMessageSize(o.max_message_size);
-    if (o.keepalive_time) args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(o.keepalive_time->count()));
-    if (o.keepalive_timeout)
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(o.keepalive_timeout->count()));
-    if (o.keepalive_without_calls) args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    if (o.default_compression != compression::none) args.SetCompressionAlgorithm(algorithm(o.default_compression));
-    for (const auto& [k, v] : o.int_args) args.SetInt(k, v);
-    for (const auto& [k, v] : o.string_args) args.SetString(k, v);
-    std::shared_ptr<::grpc::ChannelCredentials> creds;
-    if (o.tls) {
-      ::grpc::SslCredentialsOptions ssl;
-      ssl.pem_root_certs = o.root_certificates;
-      ssl.pem_private_key = o.private_key;
-      ssl.pem_cert_chain = o.certificate_chain;
-      creds = ::grpc::SslCredentials(ssl);
-    } else {
-      creds = ::grpc::InsecureChannelCredentials();
-    }
-    channel_ = ::grpc::CreateCustomChannel(o.target, creds, args);
-    stub_ = pb::GRPCInferenceService::NewStub(channel_);
-    health_ = ::grpc::health::v1::Health::NewStub(channel_);
-  }
-  client(client&&) = default;
-  client& operator=(client&&) = default;
-  /// Waits for asynchronous calls still in flight.
-  ~client() {
-    if (pending_) pending_->wait();
-  }
-
-  // --- health and metadata ----------------------------------------------------------------
-
-  bool server_live(error_code& ec, const call_options& co = {}) {
-    pb::ServerLiveResponse r;
-    unary(&stub_type::ServerLive, pb::ServerLiveRequest{}, r, ec, co);
-    return !ec && r.live();
-  }
-  bool server_live(const call_options& co = {}) { return detail::throwing([&](error_code& ec) { return server_live(ec, co); }); }
-
-  bool server_ready(error_code& ec, const call_options& co = {}) {
-    pb::ServerReadyResponse r;
-    unary(&stub_type::ServerReady, pb::ServerReadyRequest{}, r, ec, co);
-    return !ec && r.ready();
-  }
-  bool server_ready(const call_options& co = {}) { return detail::throwing([&](error_code& ec) { return server_ready(ec, co); }); }
-
-  bool model_ready(const std::string& model, const std::string& version, error_code& ec, const call_options& co = {}) {
-    pb::ModelReadyRequest q;
-    q.set_name(model);
-    q.set_version(version);
-    pb::ModelReadyResponse r;
-    unary(&stub_type::ModelReady, q, r, ec, co);
-    return !ec && r.ready();
-  }
-  bool model_ready(const std::string& model, const std::string& version = "", const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return model_ready(model, version, ec, co); });
-  }
-
-  /// grpc.health.v1 Check: true when the server reports SERVING.
-  bool health_check(error_code& ec, const call_options& co = {}) {
-    ::grpc::ClientContext ctx;
-    prepare(ctx, co);
-    ::grpc::health::v1::HealthCheckResponse r;
-    ec = make_error(health_->Check(&ctx, {}, &r));
-    return !ec && r.status() == ::grpc::health::v1::HealthCheckResponse::SERVING;
-  }
-  bool health_check(const call_options& co = {}) { return detail::throwing([&](error_code& ec) { return health_check(ec, co); }); }
-
-  v2::server_metadata server_metadata(error_code& ec, const call_options& co = {}) {
-    pb::ServerMetadataResponse r;
-    unary(&stub_type::ServerMetadata, pb::ServerMetadataRequest{}, r, ec, co);
-    return from_proto(r);
-  }
-  v2::server_metadata server_metadata(const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return server_metadata(ec, co); });
-  }
-
-  v2::model_metadata model_metadata(const std::string& model, const std::string& version, error_code& ec,
-                                    const call_options& co = {}) {
-    pb::ModelMetadataRequest q;
-    q.set_name(model);
-    q.set_version(version);
-    pb::ModelMetadataResponse r;
-    unary(&stub_type::ModelMetadata, q, r, ec, co);
-    return from_proto(r);
-  }
-  v2::model_metadata model_metadata(const std::string& model, const std::string& version = "",
-                                    const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return model_metadata(model, version, ec, co); });
-  }
-
-  /// The model's configuration as protobuf JSON (snake_case field names).
-  std::string model_config(const std::string& model, const std::string& version, error_code& ec,
-                           const call_options& co = {}) {
-    pb::ModelConfigRequest q;
-    q.set_name(model);
-    q.set_version(version);
-    pb::ModelConfigResponse r;
-    unary(&stub_type::ModelConfig, q, r, ec, co);
-    std::string json;
-    if (ec) return json;
-    google::protobuf::util::JsonPrintOptions p;
-    p.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(r.config(), &json, p);
-    return json;
-  }
-  std::string model_config(const std::string& model, const std::string& version = "", const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return model_config(model, version, ec, co); });
-  }
-
-  v2::statistics_response model_statistics(const std::string& model, const std::string& version, error_code& ec,
-                                           const call_options& co = {}) {
-    pb::ModelStatisticsRequest q;
-    q.set_name(model);
-    q.set_version(version);
-    pb::ModelStatisticsResponse r;
-    unary(&stub_type::ModelStatistics, q, r, ec, co);
-    return from_proto(r);
-  }
-  v2::statistics_response model_statistics(const std::string& model = "", const std::string& version = "",
-                                           const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return model_statistics(model, version, ec, co); });
-  }
-
-  // --- model repository --------------------------------------------------------------------
-
-  std::vector<v2::repository_index_entry> repository_index(bool ready_only, error_code& ec, const call_options& co = {}) {
-    pb::RepositoryIndexRequest q;
-    q.set_ready(ready_only);
-    pb::RepositoryIndexResponse r;
-    unary(&stub_type::RepositoryIndex, q, r, ec, co);
-    return from_proto(r);
-  }
-  std::vector<v2::repository_index_entry> repository_index(bool ready_only = false, const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return repository_index(ready_only, ec, co); });
-  }
-
-  /// Loads (or reloads) `model`, optionally with a config override and `file:` contents.
-  void load_model(const std::string& model, const v2::repository_load_request& load, error_code& ec,
-                  const call_options& co = {}) {
-    pb::RepositoryModelLoadRequest q;
-    q.set_model_name(model);
-    to_proto(load, q);
-    pb::RepositoryModelLoadResponse r;
-    unary(&stub_type::RepositoryModelLoad, q, r, ec, co);
-  }
-  void load_model(const std::string& model, const v2::repository_load_request& load = {}, const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return load_model(model, load, ec, co), true; });
-  }
-  void unload_model(const std::string& model, bool unload_dependents, error_code& ec, const call_options& co = {}) {
-    pb::RepositoryModelUnloadRequest q;
-    q.set_model_name(model);
-    to_proto(v2::repository_unload_request{unload_dependents}, q);
-    pb::RepositoryModelUnloadResponse r;
-    unary(&stub_type::RepositoryModelUnload, q, r, ec, co);
-  }
-  void unload_model(const std::string& model, bool unload_dependents = false, const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return unload_model(model, unload_dependents, ec, co), true; });
-  }
-
-  // --- shared memory -------------------------------------------------------------------------
-
-  void register_system_shared_memory(const v2::system_shm_register_request& q, error_code& ec,
-                                     const call_options& co = {}) {
-    pb::SystemSharedMemoryRegisterRequest m;
-    to_proto(q, m);
-    pb::SystemSharedMemoryRegisterResponse r;
-    unary(&stub_type::SystemSharedMemoryRegister, m, r, ec, co);
-  }
-  void register_system_shared_memory(const v2::system_shm_register_request& q, const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return register_system_shared_memory(q, ec, co), true; });
-  }
-  /// Unregisters region `name`, or every system region when `name` is empty.
-  void unregister_system_shared_memory(const std::string& name, error_code& ec, const call_options& co = {}) {
-    pb::SystemSharedMemoryUnregisterRequest m;
-    m.set_name(name);
-    pb::SystemSharedMemoryUnregisterResponse r;
-    unary(&stub_type::SystemSharedMemoryUnregister, m, r, ec, co);
-  }
-  void unregister_system_shared_memory(const std::string& name = "", const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return unregister_system_shared_memory(name, ec, co), true; });
-  }
-  std::vector<v2::system_shm_status> system_shared_memory_status(const std::string& name, error_code& ec,
-                                                                 const call_options& co = {}) {
-    pb::SystemSharedMemoryStatusRequest m;
-    m.set_name(name);
-    pb::SystemSharedMemoryStatusResponse r;
-    unary(&stub_type::SystemSharedMemoryStatus, m, r, ec, co);
-    return from_proto(r);
-  }
-  std::vector<v2::system_shm_status> system_shared_memory_status(const std::string& name = "",
-                                                                 const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return system_shared_memory_status(name, ec, co); });
-  }
-  /// `q.raw_handle` holds the 64 raw bytes of a cudaIpcMemHandle_t.
-  void register_cuda_shared_memory(const v2::cuda_shm_register_request& q, error_code& ec, const call_options& co = {}) {
-    pb::CudaSharedMemoryRegisterRequest m;
-    to_proto(q, m);
-    pb::CudaSharedMemoryRegisterResponse r;
-    unary(&stub_type::CudaSharedMemoryRegister, m, r, ec, co);
-  }
-  void register_cuda_shared_memory(const v2::cuda_shm_register_request& q, const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return register_cuda_shared_memory(q, ec, co), true; });
-  }
-  void unregister_cuda_shared_memory(const std::string& name, error_code& ec, const call_options& co = {}) {
-    pb::CudaSharedMemoryUnregisterRequest m;
-    m.set_name(name);
-    pb::CudaSharedMemoryUnregisterResponse r;
-    unary(&stub_type::CudaSharedMemoryUnregister, m, r, ec, co);
-  }
-  void unregister_cuda_shared_memory(const std::string& name = "", const call_options& co = {}) {
-    detail::throwing([&](error_code& ec) { return unregister_cuda_shared_memory(name, ec, co), true; });
-  }
-  std::vector<v2::cuda_shm_status> cuda_shared_memory_status(const std::string& name, error_code& ec,
-                                                             const call_options& co = {}) {
-    pb::CudaSharedMemoryStatusRequest m;
-    m.set_name(name);
-    pb::CudaSharedMemoryStatusResponse r;
-    unary(&stub_type::CudaSharedMemoryStatus, m, r, ec, co);
-    return from_proto(r);
-  }
-  std::vector<v2::cuda_shm_status> cuda_shared_memory_status(const std::string& name = "", const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return cuda_shared_memory_status(name, ec, co); });
-  }
-
-  // --- trace and log settings ----------------------------------------------------------------
-
-  /// Reads (empty `update`) or updates the trace settings, globally or of `model`. An update
-  /// value of nullopt clears a model's override of that setting.
-  v2::trace_settings trace_settings(const v2::trace_settings& update, const std::string& model, error_code& ec,
-                                    const call_options& co = {}) {
-    pb::TraceSettingRequest q;
-    q.set_model_name(model);
-    to_proto(update, *q.mutable_settings());
-    pb::TraceSettingResponse r;
-    unary(&stub_type::TraceSetting, q, r, ec, co);
-    return trace_settings_from_proto(r.settings(), false);
-  }
-  v2::trace_settings trace_settings(const v2::trace_settings& update = {}, const std::string& model = "",
-                                    const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return trace_settings(update, model, ec, co); });
-  }
-
-  /// Reads (no member set) or updates the log settings.
-  v2::log_settings log_settings(const v2::log_settings& update, error_code& ec, const call_options& co = {}) {
-    pb::LogSettingsRequest q;
-    to_proto(update, *q.mutable_settings());
-    pb::LogSettingsResponse r;
-    unary(&stub_type::LogSettings, q, r, ec, co);
-    return log_settings_from_proto(r.settings());
-  }
-  v2::log_settings log_settings(const v2::log_settings& update = {}, const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return log_settings(update, ec, co); });
-  }
-
-  // --- inference -----------------------------------------------------------------------------
-
-  infer_result infer(const std::string& model, const v2::infer_request& request, error_code& ec,
-                     const infer_options& io = {}, const call_options& co = {}) {
-    pb::ModelInferRequest q;
-    encode_infer_request(request, model, io.version, q, io.typed_contents);
-    auto r = std::make_shared<pb::ModelInferResponse>();
-    unary(&stub_type::ModelInfer, q, *r, ec, co);
-    return result_of(std::move(r), ec);
-  }
-  infer_result infer(const std::string& model, const v2::infer_request& request, const infer_options& io = {},
-                     const call_options& co = {}) {
-    return detail::throwing([&](error_code& ec) { return infer(model, request, ec, io, co); });
-  }
-
-  using infer_callback = std::function<void(error_code, infer_result)>;
-
-  /// Starts an inference and returns at once; `done` runs on a gRPC thread with the result or
-  /// the error. The request is encoded before this returns (its data may then go away). The
-  /// client's destructor waits for calls in flight.
-  void async_infer(const std::string& model, const v2::infer_request& request, infer_callback done,
-                   const infer_options& io = {}, const call_options& co = {}) {
-    struct call {
-      ::grpc::ClientContext ctx;
-      pb::ModelInferRequest request;
-      std::shared_ptr<pb::ModelInferResponse> response = std::make_shared<pb::ModelInferResponse>();
-      infer_callback done;
-    };
-    auto c = std::make_shared<call>();
-    c->done = std::move(done);
-    prepare(c->ctx, co);
-    encode_infer_request(request, model, io.version, c->request, io.typed_contents);
-    pending_->begin();
-    stub_->async()->ModelInfer(&c->ctx, &c->request, c->response.get(),
-                               [c, pending = pending_](::grpc::Status s) mutable {
-                                 error_code ec = make_error(s);
-                                 auto callback = std::move(c->done);
-                                 auto response = c->response;
-                                 c.reset();  // the call's context goes before we say we are done
-                                 callback(ec, result_of(std::move(response), ec));
-                                 pending->end();
-                               });
-  }
-
-  // --- streaming -----------------------------------------------------------------------------
-
-  /// A bidirectional ModelStreamInfer call. Every response goes to the handler in order; so
-  /// does every error: an in-stream error_message (the stream goes on) and a failure of the
-  /// stream itself (then it is over). Handlers run on the stream's reader thread.
-  class stream {
-   public:
-    using handler = std::function<void(error_code, infer_result)>;
-
-    stream(const stream&) = delete;
-    stream& operator=(const stream&) = delete;
-    ~stream() { finish(); }
-
-    /// Sends one request; false when the stream is closed.
-    bool send(const std::string& model, const v2::infer_request& request, const infer_options& io = {}) {
-      pb::ModelInferRequest q;
-      encode_infer_request(request, model, io.version, q, io.typed_contents);
-      std::lock_guard lock(write_mu_);
-      if (writes_done_) return false;
-      return rw_->Write(q);
-    }
-    /// Half-closes: no more requests; responses still arrive.
-    void writes_done() {
-      std::lock_guard lock(write_mu_);
-      if (!writes_done_) rw_->WritesDone();
-      writes_done_ = true;
-    }
-    /// Cancels the call (the handler gets CANCELLED).
-    void cancel() { ctx_.TryCancel(); }
-    /// Half-closes, waits for the remaining responses and returns the stream's final status.
-    error_code finish() {
-      writes_done();
-      if (reader_.joinable()) reader_.join();
-      return final_;
-    }
-
-   private:
-    friend class client;
-    stream(pb::GRPCInferenceService::Stub& stub, handler h, const call_options& co) : handler_(std::move(h)) {
-      prepare(ctx_, co);
-      rw_ = stub.ModelStreamInfer(&ctx_);
-      reader_ = std::thread([this] {
-        pb::ModelStreamInferResponse m;
-        while (rw_->Read(&m)) {
-          auto r = std::shared_ptr<pb::ModelInferResponse>(m.release_infer_response());
-          if (!r) r = std::make_shared<pb::ModelInferResponse>();
-          error_code ec;
-          if (!m.error_message().empty()) ec = make_error(static_cast<int>(::grpc::StatusCode::UNKNOWN), m.error_message());
-          handler_(ec, result_of(std::move(r), {}));
-          m.Clear();
-        }
-        final_ = make_error(rw_->Finish());
-        if (final_) handler_(final_, {});
-      });
-    }
-
-    ::grpc::ClientContext ctx_;
-    handler handler_;
-    std::unique_ptr<::grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw_;
-    std::mutex write_mu_;
-    bool writes_done_ = false;
-    error_code final_;
-    std::thread reader_;
-  };
-
-  /// Opens a stream; `co.timeout` bounds the whole stream; header `triton_grpc_error: true`
-  /// makes the server end the stream at the first error instead.
-  std::unique_ptr<stream> start_stream(stream::handler h, const call_options& co = {}) {
-    return std::unique_ptr<stream>(new stream(*stub_, std::move(h), co));
-  }
-
-  const channel_options& options() const noexcept { return opts_; }
+  infer_result() = default;
 
  private:
-  using stub_type = pb::GRPCInferenceService::Stub;
+  friend struct detail::result_access;
+  std::shared_ptr<const void> message_;
+};
 
-  static ::grpc_compression_algorithm algorithm(compression c) {
-    switch (c) {
-      case compression::gzip: return GRPC_COMPRESS_GZIP;
-      case compression::deflate: return GRPC_COMPRESS_DEFLATE;
-      default: return GRPC_COMPRESS_NONE;
+namespace detail {
+struct client_state;
+struct stream_state;
+struct call_data;
+/// Deletes a call_data where it is complete (so prepared calls move through translation units
+/// that only declare it).
+struct call_data_deleter {
+  INFERWIRE_DECL void operator()(call_data* p) const noexcept;
+};
+using call_ptr = std::unique_ptr<call_data, call_data_deleter>;
+template <class T>
+struct prepared_call {
+  call_ptr data;
+  T (*parse)(call_data&, error_code&);
+};
+template <class T>
+struct call_op;
+template <class Sig>
+struct stream_op;
+}  // namespace detail
+
+class stream;
+
+/// A client of one server (one gRPC channel).
+class client {
+ public:
+  using executor_type = net::any_io_executor;
+
+  /// A client whose asynchronous calls complete on `ex`; `target` is "host:port" (or any gRPC
+  /// target URI).
+  INFERWIRE_DECL client(executor_type ex, std::string target, client_options opts = {});
+  /// A client with a private io_context (see the top of this header).
+  INFERWIRE_DECL explicit client(std::string target, client_options opts = {});
+
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+  client(client&&) noexcept = default;
+  client& operator=(client&&) noexcept = default;
+  /// Calls still in flight complete normally (they keep the channel alive).
+  INFERWIRE_DECL ~client();
+
+  INFERWIRE_DECL executor_type get_executor() const noexcept;
+  INFERWIRE_DECL const client_options& options() const noexcept;
+  INFERWIRE_DECL const std::string& target() const noexcept;
+
+  // Every call comes in four forms, as in the HTTP client (see
+  // <inferwire/v2/detail/client_call.hpp>), shown here for server_live:
+  //   bool server_live(const call_options& = {});                  throws on failure
+  //   bool server_live(error_code& ec, const call_options& = {});  sets ec
+  //   auto async_server_live(Token&& token);                       void(error_code, bool)
+  //   auto async_server_live(const call_options&, Token&& token);
+  // Calls with no value complete with void(error_code) and return void.
+
+  // --- Health and metadata
+  INFERWIRE_CLIENT_CALL(bool, server_live, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(bool, server_ready, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(bool, model_ready, INFERWIRE_CALL_ARGS(model_id model),
+                        INFERWIRE_CALL_ARGS(model))
+  /// grpc.health.v1 Check: true when the server reports SERVING.
+  INFERWIRE_CLIENT_CALL(bool, health_check, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(v2::server_metadata, server_metadata, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(v2::model_metadata, model_metadata, INFERWIRE_CALL_ARGS(model_id model),
+                        INFERWIRE_CALL_ARGS(model))
+  /// The model configuration as protobuf JSON (Triton's ModelConfig, snake_case field names:
+  /// the same document the HTTP client's model_config returns).
+  INFERWIRE_CLIENT_CALL(boost::json::value, model_config, INFERWIRE_CALL_ARGS(model_id model),
+                        INFERWIRE_CALL_ARGS(model))
+
+  // --- Inference
+  INFERWIRE_CLIENT_CALL(infer_result, infer,
+                        INFERWIRE_CALL_ARGS(model_id model, const v2::infer_request& request),
+                        INFERWIRE_CALL_ARGS(model, request))
+
+  // --- Statistics (model [= every model])
+  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics,
+                        INFERWIRE_CALL_ARGS(model_id model), INFERWIRE_CALL_ARGS(model))
+  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics, INFERWIRE_NO_ARGS,
+                        INFERWIRE_CALL_ARGS(model_id()))
+
+  // --- Model repository (request [= {}])
+  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                        INFERWIRE_CALL_ARGS(const v2::repository_index_request& request),
+                        INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(v2::repository_index_request{}))
+  /// Loads (or reloads) a model, optionally with a config override and `file:` contents.
+  INFERWIRE_CLIENT_CALL(void, load_model,
+                        INFERWIRE_CALL_ARGS(std::string_view model,
+                                            const v2::repository_load_request& request),
+                        INFERWIRE_CALL_ARGS(model, request))
+  INFERWIRE_CLIENT_CALL(void, load_model, INFERWIRE_CALL_ARGS(std::string_view model),
+                        INFERWIRE_CALL_ARGS(model, v2::repository_load_request{}))
+  INFERWIRE_CLIENT_CALL(void, unload_model,
+                        INFERWIRE_CALL_ARGS(std::string_view model,
+                                            const v2::repository_unload_request& request),
+                        INFERWIRE_CALL_ARGS(model, request))
+  INFERWIRE_CLIENT_CALL(void, unload_model, INFERWIRE_CALL_ARGS(std::string_view model),
+                        INFERWIRE_CALL_ARGS(model, v2::repository_unload_request{}))
+
+  // --- System shared memory (region [= every region])
+  INFERWIRE_CLIENT_CALL(void, register_system_shared_memory,
+                        INFERWIRE_CALL_ARGS(const v2::system_shm_register_request& request),
+                        INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory,
+                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory, INFERWIRE_NO_ARGS,
+                        INFERWIRE_CALL_ARGS(std::string_view()))
+
+  // --- CUDA shared memory (`raw_handle` holds the 64 raw bytes of a cudaIpcMemHandle_t)
+  INFERWIRE_CLIENT_CALL(void, register_cuda_shared_memory,
+                        INFERWIRE_CALL_ARGS(const v2::cuda_shm_register_request& request),
+                        INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory,
+                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory, INFERWIRE_NO_ARGS,
+                        INFERWIRE_CALL_ARGS(std::string_view()))
+
+  // --- Trace settings (model [= global]); updates return the settings in force afterwards.
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings,
+                        INFERWIRE_CALL_ARGS(std::string_view model), INFERWIRE_CALL_ARGS(model))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings, INFERWIRE_NO_ARGS,
+                        INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
+                        INFERWIRE_CALL_ARGS(const v2::trace_settings& update,
+                                            std::string_view model),
+                        INFERWIRE_CALL_ARGS(update, model))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
+                        INFERWIRE_CALL_ARGS(const v2::trace_settings& update),
+                        INFERWIRE_CALL_ARGS(update, std::string_view()))
+
+  // --- Log settings
+  INFERWIRE_CLIENT_CALL(v2::log_settings, log_settings, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(v2::log_settings, update_log_settings,
+                        INFERWIRE_CALL_ARGS(const v2::log_settings& update),
+                        INFERWIRE_CALL_ARGS(update))
+
+  // --- Streaming
+  /// Opens a bidirectional ModelStreamInfer stream (see `stream`); `o.timeout` bounds the
+  /// whole stream.
+  INFERWIRE_DECL stream open_stream(const call_options& o = {});
+
+ private:
+  template <class T>
+  using prepared = detail::prepared_call<T>;
+
+  INFERWIRE_DECL prepared<bool> prepare_server_live(const call_options& o);
+  INFERWIRE_DECL prepared<bool> prepare_server_ready(const call_options& o);
+  INFERWIRE_DECL prepared<bool> prepare_model_ready(model_id model, const call_options& o);
+  INFERWIRE_DECL prepared<bool> prepare_health_check(const call_options& o);
+  INFERWIRE_DECL prepared<v2::server_metadata> prepare_server_metadata(const call_options& o);
+  INFERWIRE_DECL prepared<v2::model_metadata> prepare_model_metadata(model_id model,
+                                                                     const call_options& o);
+  INFERWIRE_DECL prepared<boost::json::value> prepare_model_config(model_id model,
+                                                                   const call_options& o);
+  INFERWIRE_DECL prepared<infer_result> prepare_infer(model_id model,
+                                                      const v2::infer_request& request,
+                                                      const call_options& o);
+  INFERWIRE_DECL prepared<v2::statistics_response> prepare_model_statistics(
+      model_id model, const call_options& o);
+  INFERWIRE_DECL prepared<std::vector<v2::repository_index_entry>> prepare_repository_index(
+      const v2::repository_index_request& request, const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_load_model(std::string_view model,
+                                                   const v2::repository_load_request& request,
+                                                   const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_unload_model(std::string_view model,
+                                                     const v2::repository_unload_request& request,
+                                                     const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_register_system_shared_memory(
+      const v2::system_shm_register_request& request, const call_options& o);
+  INFERWIRE_DECL prepared<std::vector<v2::system_shm_status>> prepare_system_shared_memory_status(
+      std::string_view region, const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_unregister_system_shared_memory(std::string_view region,
+                                                                        const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_register_cuda_shared_memory(
+      const v2::cuda_shm_register_request& request, const call_options& o);
+  INFERWIRE_DECL prepared<std::vector<v2::cuda_shm_status>> prepare_cuda_shared_memory_status(
+      std::string_view region, const call_options& o);
+  INFERWIRE_DECL prepared<void> prepare_unregister_cuda_shared_memory(std::string_view region,
+                                                                      const call_options& o);
+  INFERWIRE_DECL prepared<v2::trace_settings> prepare_trace_settings(std::string_view model,
+                                                                     const call_options& o);
+  INFERWIRE_DECL prepared<v2::trace_settings> prepare_update_trace_settings(
+      const v2::trace_settings& update, std::string_view model, const call_options& o);
+  INFERWIRE_DECL prepared<v2::log_settings> prepare_log_settings(const call_options& o);
+  INFERWIRE_DECL prepared<v2::log_settings> prepare_update_log_settings(
+      const v2::log_settings& update, const call_options& o);
+
+  template <class T>
+  friend struct detail::call_op;
+
+  template <class T, class Token>
+  auto start(prepared<T> call, Token&& token);
+  /// Runs one prepared call asynchronously; every call of every result type and completion
+  /// token runs this one function, compiled once.
+  INFERWIRE_DECL static void exchange(std::shared_ptr<detail::client_state> state,
+                                      detail::call_ptr call,
+                                      net::any_completion_handler<void(error_code, detail::call_ptr)> h);
+  /// The blocking forms: the RPC on gRPC's synchronous API, on the calling thread.
+  INFERWIRE_DECL error_code run_sync(detail::call_data& call);
+  template <class T>
+  T run(prepared<T> call) {
+    error_code ec;
+    if constexpr (std::is_void_v<T>) {
+      run(std::move(call), ec);
+      throw_if(ec);
+    } else {
+      T value = run(std::move(call), ec);
+      throw_if(ec);
+      return value;
+    }
+  }
+  template <class T>
+  T run(prepared<T> call, error_code& ec) {
+    ec = run_sync(*call.data);
+    if constexpr (std::is_void_v<T>) {
+      if (!ec) call.parse(*call.data, ec);
+    } else {
+      if (ec) return T{};
+      return call.parse(*call.data, ec);
     }
   }
 
-  static void prepare(::grpc::ClientContext& ctx, const call_options& co) {
-    if (co.timeout) ctx.set_deadline(std::chrono::system_clock::now() + *co.timeout);
-    for (const auto& [k, v] : co.headers) ctx.AddMetadata(k, v);
-    if (co.request_compression) ctx.set_compression_algorithm(algorithm(*co.request_compression));
+  std::unique_ptr<net::io_context> own_ioc_;  // clients without an executor only
+  std::shared_ptr<detail::client_state> state_;
+};
+
+/// A bidirectional ModelStreamInfer stream, from client::open_stream.
+///
+/// Writes may be started while others are pending: they go out in the order they were
+/// started, and each completes once gRPC has taken its message. At most one read (or finish)
+/// is pending at a time; a second fails with client_errc::operation_in_progress. A read
+/// yields the next response in the order the server sent them. A response that carries an
+/// in-stream error (Triton's `error_message`; the stream goes on) completes the read with
+/// that error (status UNKNOWN) and the response sent with it (whose id() names the request). When the stream has ended, a read
+/// completes with net::error::eof after a clean end, or with the stream's status.
+///
+/// finish() half-closes, discards responses not yet read, and yields the stream's final
+/// status. Destroying a stream that was not finished cancels it.
+class stream {
+ public:
+  using executor_type = net::any_io_executor;
+
+  stream(stream&&) noexcept = default;
+  stream& operator=(stream&&) noexcept = default;
+  INFERWIRE_DECL ~stream();
+
+  INFERWIRE_DECL executor_type get_executor() const noexcept;
+
+  /// Sends one request (encoded before this returns). Completes with void(error_code).
+  template <class Token = net::default_completion_token_t<executor_type>>
+  auto async_write(model_id model, const v2::infer_request& request, Token&& token = {}) {
+    return start<void(error_code)>(0, encode(model, request), std::forward<Token>(token));
   }
-
-  template <class Req, class Resp>
-  void unary(::grpc::Status (stub_type::*rpc)(::grpc::ClientContext*, const Req&, Resp*), const Req& q, Resp& r,
-             error_code& ec, const call_options& co) {
-    ::grpc::ClientContext ctx;
-    prepare(ctx, co);
-    ec = make_error(((*stub_).*rpc)(&ctx, q, &r));
+  /// The next response: void(error_code, infer_result).
+  template <class Token = net::default_completion_token_t<executor_type>>
+  auto async_read(Token&& token = {}) {
+    return start<void(error_code, infer_result)>(1, nullptr, std::forward<Token>(token));
   }
-
-  static infer_result result_of(std::shared_ptr<pb::ModelInferResponse> r, const error_code& ec) {
-    infer_result out;
-    if (!ec) decode_infer_response(*r, out.response);
-    out.storage = std::move(r);
-    return out;
+  /// Half-closes (no more requests; responses still arrive): void(error_code).
+  template <class Token = net::default_completion_token_t<executor_type>>
+  auto async_writes_done(Token&& token = {}) {
+    return start<void(error_code)>(2, nullptr, std::forward<Token>(token));
   }
+  /// Half-closes if needed, discards unread responses, and completes with the stream's final
+  /// status: void(error_code).
+  template <class Token = net::default_completion_token_t<executor_type>>
+  auto async_finish(Token&& token = {}) {
+    return start<void(error_code)>(3, nullptr, std::forward<Token>(token));
+  }
+  /// Cancels the stream: pending and later operations fail with CANCELLED.
+  INFERWIRE_DECL void cancel();
 
-  // Asynchronous calls in flight: the destructor waits for them (a gRPC thread must not run a
-  // callback of a client that is gone).
-  struct pending_calls {
-    std::mutex mu;
-    std::condition_variable cv;
-    int count = 0;
-    void begin() {
-      std::lock_guard lock(mu);
-      ++count;
-    }
-    void end() {
-      std::lock_guard lock(mu);
-      if (--count == 0) cv.notify_all();
-    }
-    void wait() {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [this] { return count == 0; });
-    }
-  };
+  // Blocking forms (any thread that does not run the executor of a pending handler).
+  INFERWIRE_DECL void write(model_id model, const v2::infer_request& request);
+  INFERWIRE_DECL void write(model_id model, const v2::infer_request& request, error_code& ec);
+  INFERWIRE_DECL infer_result read();
+  INFERWIRE_DECL infer_result read(error_code& ec);
+  INFERWIRE_DECL void writes_done();
+  INFERWIRE_DECL void writes_done(error_code& ec);
+  INFERWIRE_DECL void finish();
+  INFERWIRE_DECL void finish(error_code& ec);
 
-  channel_options opts_;
-  std::shared_ptr<pending_calls> pending_ = std::make_shared<pending_calls>();
-  std::shared_ptr<::grpc::Channel> channel_;
-  std::unique_ptr<stub_type> stub_;
-  std::unique_ptr<::grpc::health::v1::Health::Stub> health_;
+ private:
+  friend class client;
+  template <class Sig>
+  friend struct detail::stream_op;
+  explicit stream(std::shared_ptr<detail::stream_state> s) noexcept : state_(std::move(s)) {}
+
+  /// An encoded request, opaque here.
+  using encoded = std::shared_ptr<void>;
+  INFERWIRE_DECL encoded encode(model_id model, const v2::infer_request& request);
+
+  template <class Sig, class Token>
+  auto start(int op, encoded message, Token&& token);
+  // The four operations, compiled once (op: 0 write, 1 read, 2 writes done, 3 finish).
+  INFERWIRE_DECL static void initiate_write(std::shared_ptr<detail::stream_state> s, encoded m,
+                                            net::any_completion_handler<void(error_code)> h);
+  INFERWIRE_DECL static void initiate_read(
+      std::shared_ptr<detail::stream_state> s,
+      net::any_completion_handler<void(error_code, infer_result)> h);
+  INFERWIRE_DECL static void initiate_writes_done(std::shared_ptr<detail::stream_state> s,
+                                                  net::any_completion_handler<void(error_code)> h);
+  INFERWIRE_DECL static void initiate_finish(std::shared_ptr<detail::stream_state> s,
+                                             net::any_completion_handler<void(error_code)> h);
+
+  std::shared_ptr<detail::stream_state> state_;
 };
 
 }  // namespace inferwire::grpc
+
+namespace inferwire::grpc {
+namespace detail {
+template <class T>
+struct call_op {
+  std::shared_ptr<client_state> state;
+  prepared_call<T> call;
+
+  template <class Self>
+  void operator()(Self& self) {
+    // Taken out before `self` (which holds this object) moves into the handler.
+    auto st = std::move(state);
+    auto data = std::move(call.data);
+    client::exchange(std::move(st), std::move(data),
+                     net::any_completion_handler<void(error_code, call_ptr)>(std::move(self)));
+  }
+  template <class Self>
+  void operator()(Self& self, error_code ec, call_ptr data) {
+    if constexpr (std::is_void_v<T>) {
+      if (!ec) call.parse(*data, ec);
+      data.reset();
+      self.complete(ec);
+    } else {
+      if (ec) {
+        data.reset();
+        return self.complete(ec, T{});
+      }
+      T value = call.parse(*data, ec);
+      data.reset();
+      self.complete(ec, std::move(value));
+    }
+  }
+};
+
+template <class Sig>
+struct stream_op;
+template <class... Args>
+struct stream_op<void(error_code, Args...)> {
+  std::shared_ptr<stream_state> state;
+  int op;
+  std::shared_ptr<void> message;
+
+  template <class Self>
+  void operator()(Self& self) {
+    auto st = std::move(state);
+    auto m = std::move(message);
+    net::any_completion_handler<void(error_code, Args...)> h(std::move(self));
+    if constexpr (sizeof...(Args) == 1) {
+      stream::initiate_read(std::move(st), std::move(h));
+    } else if (op == 0) {
+      stream::initiate_write(std::move(st), std::move(m), std::move(h));
+    } else if (op == 2) {
+      stream::initiate_writes_done(std::move(st), std::move(h));
+    } else {
+      stream::initiate_finish(std::move(st), std::move(h));
+    }
+  }
+  template <class Self>
+  void operator()(Self& self, error_code ec, Args... args) {
+    self.complete(ec, std::move(args)...);
+  }
+};
+}  // namespace detail
+
+template <class T, class Token>
+auto client::start(prepared<T> call, Token&& token) {
+  return net::async_compose<Token, typename v2::detail::completion_signature<error_code, T>::type>(
+      detail::call_op<T>{state_, std::move(call)}, token, get_executor());
+}
+
+template <class Sig, class Token>
+auto stream::start(int op, encoded message, Token&& token) {
+  return net::async_compose<Token, Sig>(detail::stream_op<Sig>{state_, op, std::move(message)},
+                                        token, get_executor());
+}
+
+}  // namespace inferwire::grpc
+
+#if INFERWIRE_HEADER_ONLY
+#include <inferwire/grpc/impl/client.hpp>
+#endif
 
 #endif

@@ -46,6 +46,8 @@
 #include <inferwire/http/compression.hpp>
 #include <inferwire/http/error.hpp>
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/client_types.hpp>
+#include <inferwire/v2/detail/client_call.hpp>
 #include <inferwire/v2/json.hpp>
 #include <inferwire/v2/tensor.hpp>
 #include <inferwire/v2/types.hpp>
@@ -75,7 +77,9 @@ namespace inferwire::http {
 namespace net = boost::asio;
 
 /// Header fields or query parameters, in order (names may repeat).
-using field_list = std::vector<std::pair<std::string, std::string>>;
+using v2::field_list;
+/// How a call names a model: `"simple"` or `{"simple", "2"}`.
+using v2::model_id;
 
 /// Settings of a client, fixed at construction.
 struct client_options {
@@ -107,41 +111,13 @@ struct call_options {
   field_list query;
 };
 
-/// A model name and an optional version ("" lets the model's version policy choose):
-/// `"simple"` or `{"simple", "2"}`. Both are views.
-struct model_id {
-  std::string_view name;
-  std::string_view version;
-  model_id() = default;
-  model_id(const char* n) : name(n) {}  // NOLINT: implicit by design
-  model_id(const std::string& n) : name(n) {}  // NOLINT
-  model_id(std::string_view n, std::string_view v = {}) : name(n), version(v) {}  // NOLINT
-};
-
 /// The reply to an infer call. Output data are views into the reply body, which the result
-/// shares among its copies; nothing is copied out of the body.
-class infer_result {
+/// shares among its copies; nothing is copied out of the body. Accessors: response(), id(),
+/// outputs(), output(name), as<T>(name), strings(name) (see <inferwire/v2/client_types.hpp>).
+class infer_result : public v2::infer_result_base {
  public:
   infer_result() = default;
 
-  const v2::infer_response& response() const noexcept { return response_; }
-  const std::string& id() const noexcept { return response_.id; }
-  const std::string& model_name() const noexcept { return response_.model_name; }
-  const std::string& model_version() const noexcept { return response_.model_version; }
-  const std::vector<v2::infer_output>& outputs() const noexcept { return response_.outputs; }
-  const parameter_map& parameters() const noexcept { return response_.parameters; }
-
-  /// The output named `name`; throws std::out_of_range when the reply has none.
-  const v2::infer_output& output(std::string_view name) const;
-  /// A typed view of a fixed-size output; throws std::out_of_range or std::invalid_argument.
-  template <tensor_element T>
-  tensor_view<T> as(std::string_view name) const {
-    return output(name).as<T>();
-  }
-  /// The elements of a BYTES output (views).
-  std::vector<std::string_view> strings(std::string_view name) const {
-    return v2::strings(output(name));
-  }
   /// The reply body as received (after decompression).
   std::string_view body() const noexcept { return body_ ? std::string_view(*body_) : ""; }
 
@@ -151,7 +127,6 @@ class infer_result {
 
  private:
   std::shared_ptr<const std::string> body_;
-  v2::infer_response response_;
 };
 
 namespace detail {
@@ -181,20 +156,8 @@ struct prepared_call {
   call_ptr data;
   reply_parser<T> parse;
 };
-template <class T>
-struct completion_signature {
-  using type = void(error_code, T);
-};
-template <>
-struct completion_signature<void> {
-  using type = void(error_code);
-};
 template <class Stream, class T>
 struct call_op;
-template <class Token, class T>
-concept token_for =
-    !std::convertible_to<Token, const call_options&> &&
-    net::completion_token_for<Token, typename completion_signature<T>::type>;
 }  // namespace detail
 
 /// A client of one server over `Stream`: boost::beast::tcp_stream (plain HTTP) or
@@ -243,111 +206,95 @@ class basic_client {
   // Calls with no value complete with void(error_code) and return void. Arguments that may be
   // left out (shown as "[= x]" below) are left out in all four forms alike.
 
-#define INFERWIRE_HTTP_CALL(T, name, params, args)                                           \
-  T name(params call_options const& o = {}) { return run(prepare_##name(args o)); }          \
-  T name(params error_code& ec, call_options const& o = {}) {                               \
-    return run(prepare_##name(args o), ec);                                                  \
-  }                                                                                          \
-  template <detail::token_for<T> Token = net::default_completion_token_t<executor_type>>     \
-  auto async_##name(params Token&& token = {}) {                                             \
-    return start<T>(prepare_##name(args call_options{}), std::forward<Token>(token));        \
-  }                                                                                          \
-  template <detail::token_for<T> Token = net::default_completion_token_t<executor_type>>     \
-  auto async_##name(params call_options const& o, Token&& token = {}) {                      \
-    return start<T>(prepare_##name(args o), std::forward<Token>(token));                     \
-  }
-#define INFERWIRE_P(...) __VA_ARGS__,
-#define INFERWIRE_NONE
-
   // --- Health and metadata (true/false from 200/400; other replies are errors)
-  INFERWIRE_HTTP_CALL(bool, server_live, INFERWIRE_NONE, INFERWIRE_NONE)
-  INFERWIRE_HTTP_CALL(bool, server_ready, INFERWIRE_NONE, INFERWIRE_NONE)
-  INFERWIRE_HTTP_CALL(bool, model_ready, INFERWIRE_P(model_id model), INFERWIRE_P(model))
-  INFERWIRE_HTTP_CALL(v2::server_metadata, server_metadata, INFERWIRE_NONE, INFERWIRE_NONE)
-  INFERWIRE_HTTP_CALL(v2::model_metadata, model_metadata, INFERWIRE_P(model_id model),
-                      INFERWIRE_P(model))
+  INFERWIRE_CLIENT_CALL(bool, server_live, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(bool, server_ready, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(bool, model_ready, INFERWIRE_CALL_ARGS(model_id model), INFERWIRE_CALL_ARGS(model))
+  INFERWIRE_CLIENT_CALL(v2::server_metadata, server_metadata, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(v2::model_metadata, model_metadata, INFERWIRE_CALL_ARGS(model_id model),
+                      INFERWIRE_CALL_ARGS(model))
   /// The model configuration in Triton's ModelConfig JSON form.
-  INFERWIRE_HTTP_CALL(boost::json::value, model_config, INFERWIRE_P(model_id model),
-                      INFERWIRE_P(model))
+  INFERWIRE_CLIENT_CALL(boost::json::value, model_config, INFERWIRE_CALL_ARGS(model_id model),
+                      INFERWIRE_CALL_ARGS(model))
 
   // --- Inference. Each input travels as its `encoding` says (JSON, binary, or shared
   // memory); a raw binary request (request.raw_binary) sends request.raw_input alone.
-  INFERWIRE_HTTP_CALL(infer_result, infer,
-                      INFERWIRE_P(model_id model, const v2::infer_request& request),
-                      INFERWIRE_P(model, request))
+  INFERWIRE_CLIENT_CALL(infer_result, infer,
+                      INFERWIRE_CALL_ARGS(model_id model, const v2::infer_request& request),
+                      INFERWIRE_CALL_ARGS(model, request))
 
   // --- Statistics (model [= every model])
-  INFERWIRE_HTTP_CALL(v2::statistics_response, model_statistics, INFERWIRE_P(model_id model),
-                      INFERWIRE_P(model))
-  INFERWIRE_HTTP_CALL(v2::statistics_response, model_statistics, INFERWIRE_NONE,
-                      INFERWIRE_P(model_id()))
+  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics, INFERWIRE_CALL_ARGS(model_id model),
+                      INFERWIRE_CALL_ARGS(model))
+  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics, INFERWIRE_NO_ARGS,
+                      INFERWIRE_CALL_ARGS(model_id()))
 
   // --- Model repository (request [= {}])
-  INFERWIRE_HTTP_CALL(std::vector<v2::repository_index_entry>, repository_index,
-                      INFERWIRE_P(const v2::repository_index_request& request),
-                      INFERWIRE_P(request))
-  INFERWIRE_HTTP_CALL(std::vector<v2::repository_index_entry>, repository_index,
-                      INFERWIRE_NONE, INFERWIRE_P(v2::repository_index_request{}))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                      INFERWIRE_CALL_ARGS(const v2::repository_index_request& request),
+                      INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
+                      INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(v2::repository_index_request{}))
   /// Loads (or reloads) a model, optionally with a config override and `file:` contents.
-  INFERWIRE_HTTP_CALL(void, load_model,
-                      INFERWIRE_P(std::string_view model,
+  INFERWIRE_CLIENT_CALL(void, load_model,
+                      INFERWIRE_CALL_ARGS(std::string_view model,
                                   const v2::repository_load_request& request),
-                      INFERWIRE_P(model, request))
-  INFERWIRE_HTTP_CALL(void, load_model, INFERWIRE_P(std::string_view model),
-                      INFERWIRE_P(model, v2::repository_load_request{}))
-  INFERWIRE_HTTP_CALL(void, unload_model,
-                      INFERWIRE_P(std::string_view model,
+                      INFERWIRE_CALL_ARGS(model, request))
+  INFERWIRE_CLIENT_CALL(void, load_model, INFERWIRE_CALL_ARGS(std::string_view model),
+                      INFERWIRE_CALL_ARGS(model, v2::repository_load_request{}))
+  INFERWIRE_CLIENT_CALL(void, unload_model,
+                      INFERWIRE_CALL_ARGS(std::string_view model,
                                   const v2::repository_unload_request& request),
-                      INFERWIRE_P(model, request))
-  INFERWIRE_HTTP_CALL(void, unload_model, INFERWIRE_P(std::string_view model),
-                      INFERWIRE_P(model, v2::repository_unload_request{}))
+                      INFERWIRE_CALL_ARGS(model, request))
+  INFERWIRE_CLIENT_CALL(void, unload_model, INFERWIRE_CALL_ARGS(std::string_view model),
+                      INFERWIRE_CALL_ARGS(model, v2::repository_unload_request{}))
 
   // --- System shared memory (region [= every region])
-  INFERWIRE_HTTP_CALL(void, register_system_shared_memory,
-                      INFERWIRE_P(const v2::system_shm_register_request& request),
-                      INFERWIRE_P(request))
-  INFERWIRE_HTTP_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
-                      INFERWIRE_P(std::string_view region), INFERWIRE_P(region))
-  INFERWIRE_HTTP_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
-                      INFERWIRE_NONE, INFERWIRE_P(std::string_view()))
-  INFERWIRE_HTTP_CALL(void, unregister_system_shared_memory, INFERWIRE_P(std::string_view region),
-                      INFERWIRE_P(region))
-  INFERWIRE_HTTP_CALL(void, unregister_system_shared_memory, INFERWIRE_NONE,
-                      INFERWIRE_P(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, register_system_shared_memory,
+                      INFERWIRE_CALL_ARGS(const v2::system_shm_register_request& request),
+                      INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                      INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
+                      INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory, INFERWIRE_CALL_ARGS(std::string_view region),
+                      INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory, INFERWIRE_NO_ARGS,
+                      INFERWIRE_CALL_ARGS(std::string_view()))
 
   // --- CUDA shared memory (the 64-byte IPC handle is base64-encoded by the client)
-  INFERWIRE_HTTP_CALL(void, register_cuda_shared_memory,
-                      INFERWIRE_P(const v2::cuda_shm_register_request& request),
-                      INFERWIRE_P(request))
-  INFERWIRE_HTTP_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
-                      INFERWIRE_P(std::string_view region), INFERWIRE_P(region))
-  INFERWIRE_HTTP_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
-                      INFERWIRE_NONE, INFERWIRE_P(std::string_view()))
-  INFERWIRE_HTTP_CALL(void, unregister_cuda_shared_memory, INFERWIRE_P(std::string_view region),
-                      INFERWIRE_P(region))
-  INFERWIRE_HTTP_CALL(void, unregister_cuda_shared_memory, INFERWIRE_NONE,
-                      INFERWIRE_P(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, register_cuda_shared_memory,
+                      INFERWIRE_CALL_ARGS(const v2::cuda_shm_register_request& request),
+                      INFERWIRE_CALL_ARGS(request))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                      INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
+                      INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory, INFERWIRE_CALL_ARGS(std::string_view region),
+                      INFERWIRE_CALL_ARGS(region))
+  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory, INFERWIRE_NO_ARGS,
+                      INFERWIRE_CALL_ARGS(std::string_view()))
 
   // --- Trace settings (model [= global]); updates return the settings in force afterwards.
-  INFERWIRE_HTTP_CALL(v2::trace_settings, trace_settings, INFERWIRE_P(std::string_view model),
-                      INFERWIRE_P(model))
-  INFERWIRE_HTTP_CALL(v2::trace_settings, trace_settings, INFERWIRE_NONE,
-                      INFERWIRE_P(std::string_view()))
-  INFERWIRE_HTTP_CALL(v2::trace_settings, update_trace_settings,
-                      INFERWIRE_P(const v2::trace_settings& update, std::string_view model),
-                      INFERWIRE_P(update, model))
-  INFERWIRE_HTTP_CALL(v2::trace_settings, update_trace_settings,
-                      INFERWIRE_P(const v2::trace_settings& update),
-                      INFERWIRE_P(update, std::string_view()))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings, INFERWIRE_CALL_ARGS(std::string_view model),
+                      INFERWIRE_CALL_ARGS(model))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings, INFERWIRE_NO_ARGS,
+                      INFERWIRE_CALL_ARGS(std::string_view()))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
+                      INFERWIRE_CALL_ARGS(const v2::trace_settings& update, std::string_view model),
+                      INFERWIRE_CALL_ARGS(update, model))
+  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
+                      INFERWIRE_CALL_ARGS(const v2::trace_settings& update),
+                      INFERWIRE_CALL_ARGS(update, std::string_view()))
 
   // --- Log settings
-  INFERWIRE_HTTP_CALL(v2::log_settings, log_settings, INFERWIRE_NONE, INFERWIRE_NONE)
-  INFERWIRE_HTTP_CALL(v2::log_settings, update_log_settings,
-                      INFERWIRE_P(const v2::log_settings& update), INFERWIRE_P(update))
+  INFERWIRE_CLIENT_CALL(v2::log_settings, log_settings, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
+  INFERWIRE_CLIENT_CALL(v2::log_settings, update_log_settings,
+                      INFERWIRE_CALL_ARGS(const v2::log_settings& update), INFERWIRE_CALL_ARGS(update))
 
 #undef INFERWIRE_HTTP_CALL
 #undef INFERWIRE_P
-#undef INFERWIRE_NONE
+#undef INFERWIRE_NO_ARGS
 
  private:
   using state_type = detail::client_state<Stream>;
@@ -454,7 +401,7 @@ struct call_op {
 template <class Stream>
 template <class T, class Token>
 auto basic_client<Stream>::start(prepared<T> call, Token&& token) {
-  return net::async_compose<Token, typename detail::completion_signature<T>::type>(
+  return net::async_compose<Token, typename v2::detail::completion_signature<error_code, T>::type>(
       detail::call_op<Stream, T>{state_, std::move(call)}, token, get_executor());
 }
 }  // namespace inferwire::http

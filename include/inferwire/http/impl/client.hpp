@@ -32,11 +32,6 @@ namespace inferwire::http {
 // ---------------------------------------------------------------------------------------------
 // infer_result
 
-INFERWIRE_DECL const v2::infer_output& infer_result::output(std::string_view name) const {
-  if (const auto* o = response_.output(name)) return *o;
-  throw std::out_of_range("the reply has no output '" + std::string(name) + "'");
-}
-
 INFERWIRE_DECL infer_result infer_result::decode(std::string body,
                                          std::optional<std::size_t> header_length,
                                          status& st) {

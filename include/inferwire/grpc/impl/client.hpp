@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: Apache-2.0
+// inferwire/grpc/impl/client.hpp — bodies of client.hpp: the generated stubs, the conversions,
+// gRPC's synchronous API for the blocking forms and its callback API for the asynchronous ones.
+#ifndef INFERWIRE_GRPC_IMPL_CLIENT_HPP
+#define INFERWIRE_GRPC_IMPL_CLIENT_HPP
+
+#include <inferwire/grpc/convert.hpp>
+#include <inferwire/grpc/impl/error.hpp>
+
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/json/parse.hpp>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+namespace inferwire::grpc {
+namespace detail {
+
+using stub_type = pb::GRPCInferenceService::Stub;
+using health_stub_type = ::grpc::health::v1::Health::Stub;
+
+struct client_state {
+  net::any_io_executor executor;
+  std::string target;
+  client_options options;
+  std::shared_ptr<::grpc::Channel> channel;
+  std::unique_ptr<stub_type> stub;
+  std::unique_ptr<health_stub_type> health;
+};
+
+struct result_access {
+  static infer_result make(std::shared_ptr<pb::ModelInferResponse> m) {
+    infer_result r;
+    if (m) decode_infer_response(*m, r.response_);
+    r.message_ = std::move(m);
+    return r;
+  }
+};
+
+inline ::grpc_compression_algorithm algorithm(compression c) {
+  switch (c) {
+    case compression::gzip: return GRPC_COMPRESS_GZIP;
+    case compression::deflate: return GRPC_COMPRESS_DEFLATE;
+    default: return GRPC_COMPRESS_NONE;
+  }
+}
+
+inline error_code to_error(const ::grpc::Status& s) {
+  return s.ok() ? error_code{} : make_error(static_cast<int>(s.error_code()), s.error_message());
+}
+
+/// The call's deadline, metadata and compression: the call's options over the client's.
+inline void prepare_context(::grpc::ClientContext& ctx, const client_options& c, const call_options& o) {
+  const auto timeout = o.timeout.value_or(c.timeout);
+  if (timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  for (const auto& [k, v] : c.headers) ctx.AddMetadata(k, v);
+  for (const auto& [k, v] : o.headers) ctx.AddMetadata(k, v);
+  const auto comp = o.request_compression.value_or(c.request_compression);
+  if (comp != compression::none) ctx.set_compression_algorithm(algorithm(comp));
+}
+
+/// One unary call: its context and messages, and how to run it either way.
+struct call_data {
+  ::grpc::ClientContext ctx;
+  virtual ~call_data() = default;
+  virtual ::grpc::Status run_sync() = 0;
+  virtual void run_async(std::function<void(::grpc::Status)> done) = 0;
+};
+
+template <class Stub, class Req, class Resp>
+struct unary_call final : call_data {
+  using sync_fn = ::grpc::Status (*)(Stub&, ::grpc::ClientContext*, const Req&, Resp*);
+  using async_fn = void (*)(Stub&, ::grpc::ClientContext*, const Req*, Resp*,
+                            std::function<void(::grpc::Status)>);
+  Stub* stub = nullptr;
+  sync_fn sync = nullptr;
+  async_fn async = nullptr;
+  Req request;
+  Resp response;
+
+  ::grpc::Status run_sync() override { return sync(*stub, &ctx, request, &response); }
+  void run_async(std::function<void(::grpc::Status)> done) override {
+    async(*stub, &ctx, &request, &response, std::move(done));
+  }
+};
+
+}  // namespace detail
+
+INFERWIRE_DECL void detail::call_data_deleter::operator()(call_data* p) const noexcept { delete p; }
+
+namespace detail {
+
+/// A prepared unary call of `Stub` with `request`; `Parse` turns the response into the value.
+template <class Resp, auto Parse, class Stub, class Req>
+auto make_unary(Stub& stub, Req request, const client_options& c, const call_options& o,
+                typename unary_call<Stub, Req, Resp>::sync_fn sync,
+                typename unary_call<Stub, Req, Resp>::async_fn async) {
+  using call_type = unary_call<Stub, Req, Resp>;
+  using T = decltype(Parse(std::declval<Resp&>(), std::declval<error_code&>()));
+  auto* call = new call_type();
+  prepared_call<T> out{call_ptr(call), [](call_data& d, error_code& ec) -> T {
+                         return Parse(static_cast<call_type&>(d).response, ec);
+                       }};
+  call->stub = &stub;
+  call->sync = sync;
+  call->async = async;
+  call->request = std::move(request);
+  prepare_context(call->ctx, c, o);
+  return out;
+}
+
+// The synchronous and the callback entry points of RPC `Method`, for make_unary.
+#define INFERWIRE_GRPC_METHOD(Method)                                                         \
+  [](auto& stub_, ::grpc::ClientContext* ctx_, const auto& req_, auto* resp_) {               \
+    return stub_.Method(ctx_, req_, resp_);                                                   \
+  },                                                                                          \
+      [](auto& stub_, ::grpc::ClientContext* ctx_, const auto* req_, auto* resp_,             \
+         std::function<void(::grpc::Status)> done_) {                                         \
+        stub_.async()->Method(ctx_, req_, resp_, std::move(done_));                           \
+      }
+
+// How each response becomes the call's value.
+inline bool parse_live(pb::ServerLiveResponse& r, error_code&) { return r.live(); }
+inline bool parse_server_ready(pb::ServerReadyResponse& r, error_code&) { return r.ready(); }
+inline bool parse_model_ready(pb::ModelReadyResponse& r, error_code&) { return r.ready(); }
+inline bool parse_health(::grpc::health::v1::HealthCheckResponse& r, error_code&) {
+  return r.status() == ::grpc::health::v1::HealthCheckResponse::SERVING;
+}
+template <class Resp>
+auto parse_from_proto(Resp& r, error_code&) {
+  return grpc::from_proto(r);
+}
+inline boost::json::value parse_config(pb::ModelConfigResponse& r, error_code&) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions p;
+  p.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(r.config(), &json, p);
+  boost::system::error_code parse_ec;
+  auto v = boost::json::parse(json, parse_ec);
+  return parse_ec ? boost::json::value(boost::json::object()) : v;
+}
+inline infer_result parse_infer(pb::ModelInferResponse& r, error_code&) {
+  // The result keeps the message its output views point into: take it over without a copy.
+  auto owned = std::make_shared<pb::ModelInferResponse>();
+  owned->Swap(&r);
+  return result_access::make(std::move(owned));
+}
+template <class Resp>
+void parse_nothing(Resp&, error_code&) {}
+template <class Resp>
+v2::trace_settings parse_trace(Resp& r, error_code&) {
+  return trace_settings_from_proto(r.settings(), false);
+}
+inline v2::log_settings parse_log(pb::LogSettingsResponse& r, error_code&) {
+  return log_settings_from_proto(r.settings());
+}
+
+/// Whether a request's inputs travel as typed contents: when every input with data asks for
+/// the json encoding.
+inline bool wants_typed_contents(const v2::infer_request& r) {
+  bool any = false;
+  for (const auto& i : r.inputs) {
+    if (i.shm) continue;
+    if (i.encoding != v2::tensor_encoding::json) return false;
+    any = true;
+  }
+  return any;
+}
+
+inline pb::ModelInferRequest encode_request(model_id model, const v2::infer_request& request) {
+  pb::ModelInferRequest q;
+  encode_infer_request(request, model.name, model.version, q, wants_typed_contents(request));
+  return q;
+}
+
+/// Hands a completion to its handler's executor (the client's by default).
+template <class Handler, class... Args>
+void complete_on_executor(Handler h, const net::any_io_executor& fallback, Args... args) {
+  auto ex = net::get_associated_executor(h, fallback);
+  net::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
+    std::move(h)(std::move(args)...);
+  });
+}
+
+}  // namespace detail
+
+// --- client ------------------------------------------------------------------------------------
+
+namespace detail {
+inline std::shared_ptr<client_state> make_client_state(net::any_io_executor ex, std::string target,
+                                                       client_options o) {
+  auto st = std::make_shared<client_state>();
+  ::grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(o.max_message_size);
+  args.SetMaxSendMessageSize(o.max_message_size);
+  if (o.keepalive_time) args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(o.keepalive_time->count()));
+  if (o.keepalive_timeout)
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(o.keepalive_timeout->count()));
+  if (o.keepalive_without_calls) args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  for (const auto& [k, v] : o.int_args) args.SetInt(k, v);
+  for (const auto& [k, v] : o.string_args) args.SetString(k, v);
+  std::shared_ptr<::grpc::ChannelCredentials> creds;
+  if (o.tls) {
+    ::grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = o.root_certificates;
+    ssl.pem_private_key = o.private_key;
+    ssl.pem_cert_chain = o.certificate_chain;
+    creds = ::grpc::SslCredentials(ssl);
+  } else {
+    creds = ::grpc::InsecureChannelCredentials();
+  }
+  st->channel = ::grpc::CreateCustomChannel(target, creds, args);
+  st->stub = pb::GRPCInferenceService::NewStub(st->channel);
+  st->health = ::grpc::health::v1::Health::NewStub(st->channel);
+  st->executor = std::move(ex);
+  st->target = std::move(target);
+  st->options = std::move(o);
+  return st;
+}
+}  // namespace detail
+
+INFERWIRE_DECL client::client(executor_type ex, std::string target, client_options opts)
+    : state_(detail::make_client_state(std::move(ex), std::move(target), std::move(opts))) {}
+
+INFERWIRE_DECL client::client(std::string target, client_options opts)
+    : own_ioc_(std::make_unique<net::io_context>(1)),
+      state_(detail::make_client_state(own_ioc_->get_executor(), std::move(target), std::move(opts))) {}
+
+INFERWIRE_DECL client::~client() = default;
+
+INFERWIRE_DECL client::executor_type client::get_executor() const noexcept { return state_->executor; }
+INFERWIRE_DECL const client_options& client::options() const noexcept { return state_->options; }
+INFERWIRE_DECL const std::string& client::target() const noexcept { return state_->target; }
+
+INFERWIRE_DECL error_code client::run_sync(detail::call_data& call) { return detail::to_error(call.run_sync()); }
+
+INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state, detail::call_ptr call,
+                                     net::any_completion_handler<void(error_code, detail::call_ptr)> h) {
+  // The handler, the call and the state travel together through gRPC's callback (which must
+  // be copyable) and come back on the handler's executor.
+  struct pending {
+    std::shared_ptr<detail::client_state> state;
+    detail::call_ptr call;
+    net::any_completion_handler<void(error_code, detail::call_ptr)> handler;
+    net::cancellation_slot slot;
+  };
+  auto p = std::make_shared<pending>(pending{state, std::move(call), std::move(h), {}});
+  p->slot = net::get_associated_cancellation_slot(p->handler);
+  if (p->slot.is_connected()) {
+    auto* ctx = &p->call->ctx;
+    p->slot.assign([ctx](net::cancellation_type) { ctx->TryCancel(); });
+  }
+  auto* raw = p->call.get();
+  raw->run_async([p](::grpc::Status s) mutable {
+    auto ec = detail::to_error(s);
+    auto ex = net::get_associated_executor(p->handler, p->state->executor);
+    net::dispatch(ex, [p = std::move(p), ec]() mutable {
+      if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
+      auto handler = std::move(p->handler);
+      auto data = std::move(p->call);
+      p.reset();
+      std::move(handler)(ec, std::move(data));
+    });
+  });
+}
+
+#define INFERWIRE_GRPC_UNARY(Resp, parse, stub, request, Method)                                    \
+  detail::make_unary<Resp, parse>(*state_->stub, request, state_->options, o,                      \
+                                  INFERWIRE_GRPC_METHOD(Method))
+
+namespace detail {
+template <class Req>
+Req named(model_id model) {
+  Req q;
+  q.set_name(std::string(model.name));
+  q.set_version(std::string(model.version));
+  return q;
+}
+template <class Req>
+Req region(std::string_view name) {
+  Req q;
+  q.set_name(std::string(name));
+  return q;
+}
+}  // namespace detail
+
+INFERWIRE_DECL auto client::prepare_server_live(const call_options& o) -> prepared<bool> {
+  return INFERWIRE_GRPC_UNARY(pb::ServerLiveResponse, detail::parse_live, stub, pb::ServerLiveRequest{},
+                              ServerLive);
+}
+INFERWIRE_DECL auto client::prepare_server_ready(const call_options& o) -> prepared<bool> {
+  return INFERWIRE_GRPC_UNARY(pb::ServerReadyResponse, detail::parse_server_ready, stub,
+                              pb::ServerReadyRequest{}, ServerReady);
+}
+INFERWIRE_DECL auto client::prepare_model_ready(model_id model, const call_options& o) -> prepared<bool> {
+  return INFERWIRE_GRPC_UNARY(pb::ModelReadyResponse, detail::parse_model_ready, stub,
+                              detail::named<pb::ModelReadyRequest>(model), ModelReady);
+}
+INFERWIRE_DECL auto client::prepare_health_check(const call_options& o) -> prepared<bool> {
+  return INFERWIRE_GRPC_UNARY(::grpc::health::v1::HealthCheckResponse, detail::parse_health, health,
+                              ::grpc::health::v1::HealthCheckRequest{}, Check);
+}
+INFERWIRE_DECL auto client::prepare_server_metadata(const call_options& o) -> prepared<v2::server_metadata> {
+  return INFERWIRE_GRPC_UNARY(pb::ServerMetadataResponse, detail::parse_from_proto<pb::ServerMetadataResponse>,
+                              stub, pb::ServerMetadataRequest{}, ServerMetadata);
+}
+INFERWIRE_DECL auto client::prepare_model_metadata(model_id model, const call_options& o)
+    -> prepared<v2::model_metadata> {
+  return INFERWIRE_GRPC_UNARY(pb::ModelMetadataResponse, detail::parse_from_proto<pb::ModelMetadataResponse>,
+                              stub, detail::named<pb::ModelMetadataRequest>(model), ModelMetadata);
+}
+INFERWIRE_DECL auto client::prepare_model_config(model_id model, const call_options& o)
+    -> prepared<boost::json::value> {
+  return INFERWIRE_GRPC_UNARY(pb::ModelConfigResponse, detail::parse_config, stub,
+                              detail::named<pb::ModelConfigRequest>(model), ModelConfig);
+}
+INFERWIRE_DECL auto client::prepare_infer(model_id model, const v2::infer_request& request,
+                                          const call_options& o) -> prepared<infer_result> {
+  return INFERWIRE_GRPC_UNARY(pb::ModelInferResponse, detail::parse_infer, stub,
+                              detail::encode_request(model, request), ModelInfer);
+}
+INFERWIRE_DECL auto client::prepare_model_statistics(model_id model, const call_options& o)
+    -> prepared<v2::statistics_response> {
+  return INFERWIRE_GRPC_UNARY(pb::ModelStatisticsResponse,
+                              detail::parse_from_proto<pb::ModelStatisticsResponse>, stub,
+                              detail::named<pb::ModelStatisticsRequest>(model), ModelStatistics);
+}
+INFERWIRE_DECL auto client::prepare_repository_index(const v2::repository_index_request& request,
+                                                     const call_options& o)
+    -> prepared<std::vector<v2::repository_index_entry>> {
+  pb::RepositoryIndexRequest q;
+  q.set_ready(request.ready.value_or(false));
+  return INFERWIRE_GRPC_UNARY(pb::RepositoryIndexResponse, detail::parse_from_proto<pb::RepositoryIndexResponse>,
+                              stub, std::move(q), RepositoryIndex);
+}
+INFERWIRE_DECL auto client::prepare_load_model(std::string_view model, const v2::repository_load_request& request,
+                                               const call_options& o) -> prepared<void> {
+  pb::RepositoryModelLoadRequest q;
+  q.set_model_name(std::string(model));
+  to_proto(request, q);
+  return INFERWIRE_GRPC_UNARY(pb::RepositoryModelLoadResponse,
+                              detail::parse_nothing<pb::RepositoryModelLoadResponse>, stub, std::move(q),
+                              RepositoryModelLoad);
+}
+INFERWIRE_DECL auto client::prepare_unload_model(std::string_view model,
+                                                 const v2::repository_unload_request& request,
+                                                 const call_options& o) -> prepared<void> {
+  pb::RepositoryModelUnloadRequest q;
+  q.set_model_name(std::string(model));
+  to_proto(request, q);
+  return INFERWIRE_GRPC_UNARY(pb::RepositoryModelUnloadResponse,
+                              detail::parse_nothing<pb::RepositoryModelUnloadResponse>, stub, std::move(q),
+                              RepositoryModelUnload);
+}
+INFERWIRE_DECL auto client::prepare_register_system_shared_memory(const v2::system_shm_register_request& request,
+                                                                  const call_options& o) -> prepared<void> {
+  pb::SystemSharedMemoryRegisterRequest q;
+  to_proto(request, q);
+  return INFERWIRE_GRPC_UNARY(pb::SystemSharedMemoryRegisterResponse,
+                              detail::parse_nothing<pb::SystemSharedMemoryRegisterResponse>, stub, std::move(q),
+                              SystemSharedMemoryRegister);
+}
+INFERWIRE_DECL auto client::prepare_system_shared_memory_status(std::string_view name, const call_options& o)
+    -> prepared<std::vector<v2::system_shm_status>> {
+  return INFERWIRE_GRPC_UNARY(pb::SystemSharedMemoryStatusResponse,
+                              detail::parse_from_proto<pb::SystemSharedMemoryStatusResponse>, stub,
+                              detail::region<pb::SystemSharedMemoryStatusRequest>(name), SystemSharedMemoryStatus);
+}
+INFERWIRE_DECL auto client::prepare_unregister_system_shared_memory(std::string_view name, const call_options& o)
+    -> prepared<void> {
+  return INFERWIRE_GRPC_UNARY(pb::SystemSharedMemoryUnregisterResponse,
+                              detail::parse_nothing<pb::SystemSharedMemoryUnregisterResponse>, stub,
+                              detail::region<pb::SystemSharedMemoryUnregisterRequest>(name),
+                              SystemSharedMemoryUnregister);
+}
+INFERWIRE_DECL auto client::prepare_register_cuda_shared_memory(const v2::cuda_shm_register_request& request,
+                                                                const call_options& o) -> prepared<void> {
+  pb::CudaSharedMemoryRegisterRequest q;
+  to_proto(request, q);
+  return INFERWIRE_GRPC_UNARY(pb::CudaSharedMemoryRegisterResponse,
+                              detail::parse_nothing<pb::CudaSharedMemoryRegisterResponse>, stub, std::move(q),
+                              CudaSharedMemoryRegister);
+}
+INFERWIRE_DECL auto client::prepare_cuda_shared_memory_status(std::string_view name, const call_options& o)
+    -> prepared<std::vector<v2::cuda_shm_status>> {
+  return INFERWIRE_GRPC_UNARY(pb::CudaSharedMemoryStatusResponse,
+                              detail::parse_from_proto<pb::CudaSharedMemoryStatusResponse>, stub,
+                              detail::region<pb::CudaSharedMemoryStatusRequest>(name), CudaSharedMemoryStatus);
+}
+INFERWIRE_DECL auto client::prepare_unregister_cuda_shared_memory(std::string_view name, const call_options& o)
+    -> prepared<void> {
+  return INFERWIRE_GRPC_UNARY(pb::CudaSharedMemoryUnregisterResponse,
+                              detail::parse_nothing<pb::CudaSharedMemoryUnregisterResponse>, stub,
+                              detail::region<pb::CudaSharedMemoryUnregisterRequest>(name),
+                              CudaSharedMemoryUnregister);
+}
+INFERWIRE_DECL auto client::prepare_trace_settings(std::string_view model, const call_options& o)
+    -> prepared<v2::trace_settings> {
+  return prepare_update_trace_settings({}, model, o);
+}
+INFERWIRE_DECL auto client::prepare_update_trace_settings(const v2::trace_settings& update,
+                                                          std::string_view model, const call_options& o)
+    -> prepared<v2::trace_settings> {
+  pb::TraceSettingRequest q;
+  q.set_model_name(std::string(model));
+  to_proto(update, *q.mutable_settings());
+  return INFERWIRE_GRPC_UNARY(pb::TraceSettingResponse, detail::parse_trace<pb::TraceSettingResponse>, stub,
+                              std::move(q), TraceSetting);
+}
+INFERWIRE_DECL auto client::prepare_log_settings(const call_options& o) -> prepared<v2::log_settings> {
+  return prepare_update_log_settings({}, o);
+}
+INFERWIRE_DECL auto client::prepare_update_log_settings(const v2::log_settings& update, const call_options& o)
+    -> prepared<v2::log_settings> {
+  pb::LogSettingsRequest q;
+  to_proto(update, *q.mutable_settings());
+  return INFERWIRE_GRPC_UNARY(pb::LogSettingsResponse, detail::parse_log, stub, std::move(q), LogSettings);
+}
+
+#undef INFERWIRE_GRPC_UNARY
+#undef INFERWIRE_GRPC_METHOD
+
+}  // namespace inferwire::grpc
+
+#include <inferwire/grpc/impl/stream.hpp>
+
+#endif
