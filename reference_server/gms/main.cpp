@@ -2,7 +2,7 @@
 // inferwire-gms-server: the GPU Memory Service daemon, one per (GPU, tag). It owns GPU memory
 // (CUDA VMM) or, with --backend memfd, plain memory for development and tests, and serves it
 // to clients over a Unix socket with Dynamo's GMS protocol v2.
-#include <inferwire/gms/cuda_vmm.hpp>
+#include <inferwire/gms/cuda_vmm_backend.hpp>
 #include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/server.hpp>
 

@@ -18,7 +18,7 @@
 // Besides the two symbols PyTorch needs, C functions (for ctypes) publish and describe the
 // memory: inferwire_gms_metadata_put, inferwire_gms_commit (commit, then reconnect read-only
 // and map the same addresses back), inferwire_gms_close, inferwire_gms_last_error.
-#include <inferwire/gms/cuda_vmm.hpp>
+#include <inferwire/gms/cuda_vmm_mapper.hpp>
 #include <inferwire/gms/memory_manager.hpp>
 #include <inferwire/gms/mmap_mapper.hpp>
 

@@ -3,7 +3,9 @@
 // remap, read-only access for readers, stale-layout detection, reallocation.
 #include "fixture.hpp"
 
+#include <inferwire/gms/backend.hpp>
 #include <inferwire/gms/cuda_vmm.hpp>
+#include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/memory_manager.hpp>
 #include <inferwire/gms/mmap_mapper.hpp>
 
@@ -28,6 +30,32 @@ TEST_CASE("gms: every exception derives from gms::error", "[gms]") {
   STATIC_REQUIRE(std::is_base_of_v<gms::error, gms::cuda_vmm_error>);
   // A payload that is not a message is refused with the common base.
   CHECK_THROWS_AS(gms::decode(std::string_view("\xc1")), gms::error);
+}
+
+namespace {
+// A mapper missing one requirement (validate) models nothing.
+struct incomplete_mapper {
+  using handle = int;
+  std::size_t granularity() const { return 1; }
+  std::uintptr_t reserve(std::size_t) { return 0; }
+  void free_va(std::uintptr_t, std::size_t) noexcept {}
+  handle import(gms::unique_fd, std::size_t) { return 0; }
+  void map(std::uintptr_t, std::size_t, handle&, bool) {}
+  void unmap(std::uintptr_t, std::size_t, handle&) noexcept {}
+  void synchronize() {}
+};
+}  // namespace
+
+TEST_CASE("gms: the backend and mapper concepts", "[gms]") {
+  STATIC_REQUIRE(gms::backend<gms::memfd_backend>);
+  STATIC_REQUIRE(gms::read_only_exporting_backend<gms::memfd_backend>);
+  STATIC_REQUIRE(gms::backend<gms::cuda_vmm_backend>);
+  STATIC_REQUIRE_FALSE(gms::read_only_exporting_backend<gms::cuda_vmm_backend>);
+  STATIC_REQUIRE(gms::mapper<gms::mmap_mapper>);
+  STATIC_REQUIRE(gms::mapper<gms::cuda_vmm_mapper>);
+  STATIC_REQUIRE_FALSE(gms::mapper<incomplete_mapper>);
+  STATIC_REQUIRE_FALSE(gms::backend<gms::mmap_mapper>);
+  STATIC_REQUIRE_FALSE(gms::mapper<gms::memfd_backend>);
 }
 
 namespace {
@@ -217,4 +245,70 @@ TEST_CASE("gms memory_manager: destroy_mapping frees the allocation and its meta
   CHECK_THROWS_AS(w.destroy_mapping(va), gms::error);
   CHECK_THROWS_AS(w.create_mapping({}, 0), std::invalid_argument);
   CHECK_THROWS_AS(w.connect(requested_lock_type::rw), gms::error);  // already connected
+}
+
+TEST_CASE("gms: error_code forms report what the throwing forms throw", "[gms]") {
+  // No server: connection_failed, with the throwing form's text.
+  std::error_code ec;
+  auto none = gms::session::open("/nonexistent/gms.sock", requested_lock_type::rw, ec);
+  CHECK_FALSE(none);
+  CHECK(ec == gms::errc::connection_failed);
+  CHECK(ec.category() == gms::category());
+  CHECK_THAT(ec.message(), StartsWith("GMS server not running at /nonexistent/gms.sock"));
+  try {
+    gms::session("/nonexistent/gms.sock", requested_lock_type::rw);
+    FAIL("no exception");
+  } catch (const gms::error& e) {
+    CHECK(e.code() == gms::errc::connection_failed);
+    CHECK(e.code().message() == e.what());
+  }
+
+  test_server s;
+  auto w = gms::session::open(s.path(), requested_lock_type::rw, ec);
+  REQUIRE_FALSE(ec);
+  REQUIRE(w);
+  // A second writer cannot get the lock in time.
+  auto late = gms::session::open(s.path(), requested_lock_type::rw, ec, 0);
+  CHECK_FALSE(late);
+  CHECK(ec == gms::errc::lock_timeout);
+  CHECK(ec.message() == "Timeout waiting for lock");
+  // A server ErrorResponse: the session stays usable.
+  CHECK(w->get_allocation("no-such-id", ec).allocation_id.empty());
+  CHECK(ec == gms::errc::server_error);
+  CHECK_THAT(ec.message(), StartsWith("GMS request GetAllocationRequest error: "));
+  auto a = w->allocate(MiB2, "weights", ec);
+  REQUIRE_FALSE(ec);
+  CHECK(a.aligned_size == MiB2);
+  auto e = w->export_allocation(a.allocation_id, ec);
+  CHECK_FALSE(ec);
+  CHECK(e.fd);
+  w->metadata_put("k", a.allocation_id, 0, "v", ec);
+  CHECK_FALSE(ec);
+  CHECK(w->metadata_list("", ec) == std::vector<std::string>{"k"});
+  w->commit(ec);
+  CHECK_FALSE(ec);
+  CHECK(w->get_lock_state(ec).state.empty());  // the session ended with the commit
+  CHECK(ec == gms::errc::connection_failed);
+
+  // The memory manager: a stale layout is stale_layout, without an exception.
+  manager m(s.path());
+  m.connect(requested_lock_type::ro, ec);
+  REQUIRE_FALSE(ec);
+  CHECK(m.create_mapping(a.allocation_id, 0, "", ec) != 0);
+  CHECK_FALSE(ec);
+  m.unmap_all_vas(ec);
+  CHECK_FALSE(ec);
+  m.abort();
+  {  // a new writer publishes a different layout
+    manager w2(s.path());
+    publish(w2, {2 * MiB2}, 'x');
+  }
+  m.connect(requested_lock_type::ro, ec);
+  REQUIRE_FALSE(ec);
+  m.remap_all_vas(ec);
+  CHECK(ec == gms::errc::stale_layout);
+  CHECK_THAT(ec.message(), StartsWith("Layout"));
+  m.commit(ec);  // RW only
+  CHECK(ec == gms::errc::failed);
+  CHECK(ec.message() == "Operation requires RW mode");
 }

@@ -30,7 +30,7 @@ namespace inferwire::gms {
 /// A payload that is not a valid v2 message.
 class decode_error : public error {
  public:
-  using error::error;
+  explicit decode_error(const std::string& what) : error(what, errc::decode_error) {}
 };
 
 namespace detail {

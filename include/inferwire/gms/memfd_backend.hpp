@@ -6,10 +6,9 @@
 // SCM_RIGHTS passing, so the whole protocol runs without a GPU. An optional capacity makes
 // allocations beyond it report out-of-memory, which exercises the server's retry path.
 //
-// A backend provides: granularity(); allocate(aligned_size, handle&) -> alloc_status;
-// export_fd(handle) -> a new fd (the caller closes it); release(handle). Failures other than
-// out-of-memory throw std::system_error; the server answers them as errors. A backend may
-// also provide export_read_only_fd(handle), which the server uses for RO sessions.
+// It models gms::read_only_exporting_backend (see <inferwire/gms/backend.hpp>): failures other
+// than out-of-memory throw std::system_error, which the server answers as errors, and
+// export_read_only_fd gives read-only sessions descriptors that cannot write.
 //
 // Every object is sealed against shrinking and growing once sized (F_SEAL_SHRINK,
 // F_SEAL_GROW): no holder of a descriptor, the server included, can truncate it, so no mapping
@@ -17,6 +16,8 @@
 // mappings cannot be writable.
 #ifndef INFERWIRE_GMS_MEMFD_BACKEND_HPP
 #define INFERWIRE_GMS_MEMFD_BACKEND_HPP
+
+#include <inferwire/gms/backend.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -31,9 +32,6 @@
 #include <unistd.h>
 
 namespace inferwire::gms {
-
-/// What an allocation attempt gave.
-enum class alloc_status { ok, out_of_memory };
 
 class memfd_backend {
  public:
@@ -104,6 +102,8 @@ class memfd_backend {
   std::size_t capacity_;
   std::size_t allocated_ = 0;
 };
+
+static_assert(read_only_exporting_backend<memfd_backend>);
 
 }  // namespace inferwire::gms
 

@@ -14,11 +14,14 @@
 //   m.connect(gms::requested_lock_type::ro);
 //   m.remap_all_vas();                         // same VAs, read-only
 //
-// The Mapper does the memory side (cuda_vmm_mapper on a GPU, mmap_mapper on the CPU); see
-// mmap_mapper.hpp for its interface. Not thread-safe: one thread uses a manager at a time.
+// The Mapper does the memory side (cuda_vmm_mapper on a GPU, mmap_mapper on the CPU): any type
+// that models gms::mapper (gms/backend.hpp). Every call users make comes as a throwing form
+// and an error_code form (`std::error_code&` after the call's arguments; see gms/error.hpp).
+// Not thread-safe: one thread uses a manager at a time.
 #ifndef INFERWIRE_GMS_MEMORY_MANAGER_HPP
 #define INFERWIRE_GMS_MEMORY_MANAGER_HPP
 
+#include <inferwire/gms/backend.hpp>
 #include <inferwire/gms/session.hpp>
 
 #include <algorithm>
@@ -27,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -35,7 +39,7 @@ namespace inferwire::gms {
 /// remap_all_vas() found a committed layout that does not match the preserved mappings.
 class stale_memory_layout : public error {
  public:
-  using error::error;
+  explicit stale_memory_layout(const std::string& what) : error(what, errc::stale_layout) {}
 };
 
 /// One mapping of this process (`mapped` false: unmapped, the VA is still reserved).
@@ -49,7 +53,7 @@ struct local_mapping {
   bool mapped = false;
 };
 
-template <class Mapper>
+template <mapper Mapper>
 class memory_manager {
  public:
   explicit memory_manager(std::string socket_path, Mapper mapper = Mapper())
@@ -279,6 +283,51 @@ class memory_manager {
       m->layout_slot = h.layout_slot;
       by_id_[m->allocation_id] = m->va;
     }
+  }
+
+  // --- The error_code forms of the calls above: a failure the throwing form would throw
+  // (gms::error, or std::system_error from the mapper) sets `ec` instead; see gms/error.hpp.
+  // Invalid arguments still throw std::invalid_argument.
+
+  void connect(requested_lock_type lock, std::error_code& ec, std::optional<std::int64_t> timeout_ms = {}) {
+    detail::capture(ec, [&] { connect(lock, timeout_ms); });
+  }
+  handle_ref allocate_handle(std::int64_t size, std::string tag, std::error_code& ec) {
+    return detail::capture(ec, [&] { return allocate_handle(size, std::move(tag)); });
+  }
+  void free_handle(const std::string& id, std::error_code& ec) {
+    detail::capture(ec, [&] { free_handle(id); });
+  }
+  void metadata_put(std::string key, std::string id, std::int64_t offset, std::string value, std::error_code& ec) {
+    detail::capture(ec, [&] { metadata_put(std::move(key), std::move(id), offset, std::move(value)); });
+  }
+  metadata_get_response metadata_get(std::string key, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_get(std::move(key)); });
+  }
+  std::vector<std::string> metadata_list(std::string prefix, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_list(std::move(prefix)); });
+  }
+  bool metadata_delete(std::string key, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_delete(std::move(key)); });
+  }
+  std::uintptr_t create_mapping(std::optional<std::string> allocation_id, std::int64_t size, std::string tag,
+                                std::error_code& ec) {
+    return detail::capture(ec, [&] { return create_mapping(std::move(allocation_id), size, std::move(tag)); });
+  }
+  void destroy_mapping(std::uintptr_t va, std::error_code& ec) {
+    detail::capture(ec, [&] { destroy_mapping(va); });
+  }
+  void commit(std::error_code& ec) {
+    detail::capture(ec, [&] { commit(); });
+  }
+  void unmap_all_vas(std::error_code& ec) {
+    detail::capture(ec, [&] { unmap_all_vas(); });
+  }
+  void remap_all_vas(std::error_code& ec) {
+    detail::capture(ec, [&] { remap_all_vas(); });
+  }
+  void reallocate_all_handles(std::error_code& ec) {
+    detail::capture(ec, [&] { reallocate_all_handles(); });
   }
 
   /// Waits for device work, unmaps and frees every VA, closes the session. Never throws.

@@ -7,13 +7,11 @@
 // back, so the address stays ours. VA-stable unmap/remap and read-only access are therefore
 // testable without a GPU, with the same memory_manager code that drives cuda_vmm_mapper.
 //
-// A mapper provides: granularity(); reserve(size) -> va; free_va(va, size);
-// import(unique_fd, size) -> handle; map(va, size, handle&, writable); unmap(va, size, handle&)
-// (releases the handle, keeps the reservation); synchronize(); validate(va).
+// It models gms::mapper (see <inferwire/gms/backend.hpp>).
 #ifndef INFERWIRE_GMS_MMAP_MAPPER_HPP
 #define INFERWIRE_GMS_MMAP_MAPPER_HPP
 
-#include <inferwire/gms/session.hpp>
+#include <inferwire/gms/backend.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -87,6 +85,8 @@ class mmap_mapper {
  private:
   std::size_t granularity_;
 };
+
+static_assert(mapper<mmap_mapper>);
 
 }  // namespace inferwire::gms
 

@@ -13,10 +13,13 @@
 //
 // Errors: connection_error (cannot connect, I/O or decode failure: the connection is closed),
 // lock_timeout (the handshake was refused in time), server_error (an ErrorResponse; the session
-// stays usable), all deriving from gms::error.
+// stays usable), all deriving from gms::error. Every call also has an error_code form, with
+// `std::error_code&` after the call's arguments (`session::open` for the constructor); see
+// gms/error.hpp.
 #ifndef INFERWIRE_GMS_SESSION_HPP
 #define INFERWIRE_GMS_SESSION_HPP
 
+#include <inferwire/gms/backend.hpp>
 #include <inferwire/gms/codec.hpp>
 #include <inferwire/gms/error.hpp>
 #include <inferwire/gms/framing.hpp>
@@ -27,6 +30,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -40,45 +44,22 @@ namespace inferwire::gms {
 /// Could not connect, or the connection failed (it is closed).
 class connection_error : public error {
  public:
-  using error::error;
+  explicit connection_error(const std::string& what) : error(what, errc::connection_failed) {}
 };
 /// The server did not grant the lock within the handshake's timeout.
 class lock_timeout : public error {
  public:
-  using error::error;
+  explicit lock_timeout(const std::string& what) : error(what, errc::lock_timeout) {}
 };
 /// The server answered with an ErrorResponse (what() = "GMS request <Class> error: <text>").
 class server_error : public error {
  public:
-  server_error(const std::string& what, std::string text) : error(what), text_(std::move(text)) {}
+  server_error(const std::string& what, std::string text) : error(what, errc::server_error), text_(std::move(text)) {}
   /// The server's error string.
   const std::string& text() const noexcept { return text_; }
 
  private:
   std::string text_;
-};
-
-/// An owned file descriptor.
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~unique_fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
 };
 
 /// An exported allocation: its description and a descriptor of its memory.
@@ -251,6 +232,57 @@ class session {
     auto r = call<commit_response>(commit_request{});
     wire_.close();
     if (!r.success) throw error("GMS commit failed");
+  }
+
+  // --- The error_code forms: the same calls; a failure the throwing form would throw sets
+  // `ec` instead (see gms/error.hpp) and the result is value-initialised.
+
+  /// Connects and handshakes, or sets `ec` (then the optional is empty).
+  static std::optional<session> open(std::string socket_path, requested_lock_type lock, std::error_code& ec,
+                                     std::optional<std::int64_t> timeout_ms = {},
+                                     std::optional<std::chrono::milliseconds> io_timeout = {}) {
+    return detail::capture(ec, [&] {
+      return std::optional<session>(std::in_place, std::move(socket_path), lock, timeout_ms, io_timeout);
+    });
+  }
+  get_lock_state_response get_lock_state(std::error_code& ec) {
+    return detail::capture(ec, [&] { return get_lock_state(); });
+  }
+  std::int64_t get_allocation_state(std::error_code& ec) {
+    return detail::capture(ec, [&] { return get_allocation_state(); });
+  }
+  std::string get_memory_layout_hash(std::error_code& ec) {
+    return detail::capture(ec, [&] { return get_memory_layout_hash(); });
+  }
+  allocate_response allocate(std::int64_t size, std::string tag, std::error_code& ec) {
+    return detail::capture(ec, [&] { return allocate(size, std::move(tag)); });
+  }
+  exported_allocation export_allocation(const std::string& id, std::error_code& ec) {
+    return detail::capture(ec, [&] { return export_allocation(id); });
+  }
+  allocation_info get_allocation(const std::string& id, std::error_code& ec) {
+    return detail::capture(ec, [&] { return get_allocation(id); });
+  }
+  std::vector<get_allocation_response> list_allocations(std::optional<std::string> tag, std::error_code& ec) {
+    return detail::capture(ec, [&] { return list_allocations(std::move(tag)); });
+  }
+  bool free(const std::string& id, std::error_code& ec) {
+    return detail::capture(ec, [&] { return free(id); });
+  }
+  void metadata_put(std::string key, std::string id, std::int64_t offset, std::string value, std::error_code& ec) {
+    detail::capture(ec, [&] { metadata_put(std::move(key), std::move(id), offset, std::move(value)); });
+  }
+  metadata_get_response metadata_get(std::string key, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_get(std::move(key)); });
+  }
+  bool metadata_delete(std::string key, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_delete(std::move(key)); });
+  }
+  std::vector<std::string> metadata_list(std::string prefix, std::error_code& ec) {
+    return detail::capture(ec, [&] { return metadata_list(std::move(prefix)); });
+  }
+  void commit(std::error_code& ec) {
+    detail::capture(ec, [&] { commit(); });
   }
 
   /// Sends any request and returns the response (ErrorResponse included, no exception for it).

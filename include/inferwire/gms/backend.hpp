@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// inferwire/gms/backend.hpp — the two contracts GMS is built on, as C++20 concepts:
+//
+// - a Backend owns memory for the server (gms::server<Backend>): memfd_backend (plain memory,
+//   no GPU needed) and cuda_vmm_backend (cuMemCreate) model it;
+// - a Mapper places imported memory in a client's address space (gms::memory_manager<Mapper>):
+//   mmap_mapper (plain memory) and cuda_vmm_mapper (cuMemMap) model it.
+//
+// Plus the two small types both sides share: alloc_status and unique_fd.
+#ifndef INFERWIRE_GMS_BACKEND_HPP
+#define INFERWIRE_GMS_BACKEND_HPP
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <unistd.h>
+
+namespace inferwire::gms {
+
+/// What an allocation attempt gave.
+enum class alloc_status { ok, out_of_memory };
+
+/// An owned file descriptor.
+class unique_fd {
+ public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) noexcept : fd_(fd) {}
+  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  ~unique_fd() { reset(); }
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+/// The server's memory. `allocate` reports out-of-memory as a status (the server retries it
+/// while the client's wait allows) and throws on any other failure (the server answers the
+/// request with the error and keeps serving); `export_fd` returns a new descriptor the caller
+/// owns; `release` returns the memory and never fails.
+template <class B>
+concept backend = requires(B& b, const B& cb, typename B::handle& h, const typename B::handle& ch,
+                           std::size_t size) {
+  typename B::handle;
+  requires std::default_initializable<typename B::handle>;
+  { cb.granularity() } -> std::convertible_to<std::size_t>;
+  { cb.name() } -> std::convertible_to<std::string>;
+  { b.allocate(size, h) } -> std::same_as<alloc_status>;
+  { b.export_fd(ch) } -> std::same_as<int>;
+  { b.release(h) } noexcept;
+};
+
+/// A backend that can also hand out descriptors through which the memory cannot be written;
+/// the server gives those to read-only sessions.
+template <class B>
+concept read_only_exporting_backend = backend<B> && requires(B& b, const typename B::handle& h) {
+  { b.export_read_only_fd(h) } -> std::same_as<int>;
+};
+
+/// A client's address space. Virtual addresses are reserved once and stay reserved across
+/// unmap and map (so a layout is remapped at the same addresses); `import` takes ownership of
+/// the descriptor; `unmap` releases the handle but keeps the reservation; `synchronize` waits
+/// for outstanding device work before memory goes away; `validate` says whether an address is
+/// currently backed.
+template <class M>
+concept mapper = requires(M& m, const M& cm, typename M::handle& h, unique_fd fd, std::size_t size,
+                          std::uintptr_t va, bool writable) {
+  typename M::handle;
+  { cm.granularity() } -> std::convertible_to<std::size_t>;
+  { m.reserve(size) } -> std::same_as<std::uintptr_t>;
+  { m.free_va(va, size) } noexcept;
+  { m.import(std::move(fd), size) } -> std::same_as<typename M::handle>;
+  m.map(va, size, h, writable);
+  { m.unmap(va, size, h) } noexcept;
+  m.synchronize();
+  { cm.validate(va) } -> std::convertible_to<bool>;
+};
+
+}  // namespace inferwire::gms
+
+#endif
