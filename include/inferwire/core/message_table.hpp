@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,6 +29,20 @@ class message_table {
   static message_table& instance() {
     static message_table m;
     return m;
+  }
+
+  /// The value of a code that carries `status` and `text`: status << id_bits | id(text).
+  static int code_value(std::uint32_t status, std::string_view text) {
+    const std::uint32_t id = text.empty() ? 0 : instance().intern(text);
+    return static_cast<int>((status << id_bits) | id);
+  }
+  /// The status a code value carries.
+  static std::uint32_t status_of(int value) noexcept { return static_cast<std::uint32_t>(value) >> id_bits; }
+  /// The text a code value carries, unless it was never set or has been forgotten.
+  static std::optional<std::string> text_of(int value) {
+    std::string text;
+    if (!instance().lookup(static_cast<std::uint32_t>(value) & id_mask, text)) return std::nullopt;
+    return text;
   }
 
   std::uint32_t intern(std::string_view message) {

@@ -63,13 +63,11 @@ class category_impl final : public std::error_category {
  public:
   const char* name() const noexcept override { return "inferwire.gms"; }
   std::string message(int ev) const override {
-    const auto value = static_cast<std::uint32_t>(ev);
-    std::string text;
-    if (error_messages::instance().lookup(value & error_messages::id_mask, text)) return text;
-    return kind_name(static_cast<errc>(value >> error_messages::id_bits));
+    if (auto text = error_messages::text_of(ev)) return *text;
+    return kind_name(static_cast<errc>(error_messages::status_of(ev)));
   }
   std::error_condition default_error_condition(int ev) const noexcept override {
-    return {static_cast<int>(static_cast<std::uint32_t>(ev) >> error_messages::id_bits), *this};
+    return {static_cast<int>(error_messages::status_of(ev)), *this};
   }
 };
 }  // namespace detail
@@ -85,8 +83,7 @@ inline std::error_condition make_error_condition(errc e) noexcept {
 
 /// A code of kind `e` whose message() is `text`.
 inline std::error_code make_error_code(errc e, std::string_view text) {
-  const std::uint32_t id = text.empty() ? 0 : detail::error_messages::instance().intern(text);
-  return {static_cast<int>((static_cast<std::uint32_t>(e) << detail::error_messages::id_bits) | id), category()};
+  return {detail::error_messages::code_value(static_cast<std::uint32_t>(e), text), category()};
 }
 
 /// The base of every exception the GMS headers throw.

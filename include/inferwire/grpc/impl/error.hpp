@@ -31,10 +31,8 @@ class grpc_category_impl final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "inferwire.grpc"; }
   std::string message(int ev) const override {
-    const auto value = static_cast<std::uint32_t>(ev);
-    std::string text;
-    if (status_messages::instance().lookup(value & status_messages::id_mask, text)) return text;
-    return "gRPC status " + std::to_string(value >> status_messages::id_bits);
+    if (auto text = status_messages::text_of(ev)) return *text;
+    return "gRPC status " + std::to_string(status_messages::status_of(ev));
   }
 };
 
@@ -51,14 +49,12 @@ INFERWIRE_DECL const boost::system::error_category& grpc_category() noexcept {
 }
 
 INFERWIRE_DECL error_code make_error(int code, std::string_view message) {
-  const std::uint32_t id = message.empty() ? 0 : detail::status_messages::instance().intern(message);
-  return {static_cast<int>((static_cast<std::uint32_t>(code) << detail::status_messages::id_bits) | id),
-          grpc_category()};
+  return {detail::status_messages::code_value(static_cast<std::uint32_t>(code), message), grpc_category()};
 }
 
 INFERWIRE_DECL int status_code(const error_code& ec) noexcept {
   if (ec.category() != grpc_category()) return 0;
-  return static_cast<int>(static_cast<std::uint32_t>(ec.value()) >> detail::status_messages::id_bits);
+  return static_cast<int>(detail::status_messages::status_of(ec.value()));
 }
 
 }  // namespace inferwire::grpc

@@ -33,10 +33,8 @@ class server_category_impl final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "inferwire.http.server"; }
   std::string message(int ev) const override {
-    auto value = static_cast<std::uint32_t>(ev);
-    std::string text;
-    if (server_messages::instance().lookup(value & server_messages::id_mask, text)) return text;
-    return "HTTP " + std::to_string(value >> server_messages::id_bits);
+    if (auto text = server_messages::text_of(ev)) return *text;
+    return "HTTP " + std::to_string(server_messages::status_of(ev));
   }
 };
 
@@ -54,14 +52,12 @@ INFERWIRE_DECL const boost::system::error_category& server_category() noexcept {
 
 INFERWIRE_DECL error_code make_server_error(unsigned http_status, std::string_view message) {
   if (http_status > 999) http_status = 999;
-  std::uint32_t id = message.empty() ? 0 : detail::server_messages::instance().intern(message);
-  auto value = (http_status << detail::server_messages::id_bits) | id;
-  return {static_cast<int>(value), server_category()};
+  return {detail::server_messages::code_value(http_status, message), server_category()};
 }
 
 INFERWIRE_DECL unsigned server_status(const error_code& ec) noexcept {
   if (ec.category() != server_category()) return 0;
-  return static_cast<std::uint32_t>(ec.value()) >> detail::server_messages::id_bits;
+  return detail::server_messages::status_of(ec.value());
 }
 
 }  // namespace inferwire::http
