@@ -14,7 +14,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/system_executor.hpp>
+
 #include <algorithm>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <atomic>
@@ -98,22 +102,37 @@ result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, d
   return r;
 }
 
+// Handlers that run where the operation completes (gRPC's thread): no hand-off per message.
+template <class F>
+auto inline_handler(F f) {
+  return boost::asio::bind_executor(boost::asio::system_executor(), std::move(f));
+}
+
+// Reads responses until the stream ends, each read started from the previous one's handler.
+struct stream_reader {
+  ig::stream* s;
+  int* got;
+  std::promise<void>* done;
+  void operator()(ig::error_code ec, ig::infer_result) {
+    if (ec && ig::status_code(ec) != 2) {  // the end (eof) or a failure of the stream
+      done->set_value();
+      return;
+    }
+    ++*got;
+    s->async_read(inline_handler(*this));
+  }
+};
+
 double run_stream(ig::client& c, const v2::infer_request& req, int n) {
   int got = 0;
+  std::promise<void> done;
   const auto t0 = clock_type::now();
   auto s = c.open_stream();
-  // Written from one thread while this one reads: requests and responses overlap.
-  std::thread writer([&] {
-    for (int i = 0; i < n; ++i) s.write("simple", req);
-    s.writes_done();
-  });
-  for (;;) {
-    ig::error_code ec;
-    s.read(ec);
-    if (ec == boost::asio::error::eof || (ec && ig::status_code(ec) != 2)) break;
-    ++got;
-  }
-  writer.join();
+  s.async_read(inline_handler(stream_reader{&s, &got, &done}));
+  // Every request queued at once: the stream sends them in order, one after another.
+  for (int i = 0; i < n; ++i) s.async_write("simple", req, inline_handler([](ig::error_code) {}));
+  s.async_writes_done(inline_handler([](ig::error_code) {}));
+  done.get_future().wait();
   s.finish();
   const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
   return got / elapsed;

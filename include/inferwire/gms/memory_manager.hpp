@@ -66,16 +66,7 @@ class memory_manager {
 
   /// Connects and takes the lock. RW forgets any saved layout hash; RO on a committed server
   /// saves the current hash (unless one is kept for preserved mappings) for remap_all_vas().
-  void connect(requested_lock_type lock, std::optional<std::int64_t> timeout_ms = {}) {
-    if (connected()) throw error("Memory manager is already connected");
-    session_.reset();  // one the server closed
-    session_.emplace(path_, lock, timeout_ms);
-    if (session_->granted() == granted_lock_type::rw) {
-      saved_hash_.reset();
-    } else if (session_->committed_at_connect() && !(saved_hash_ && va_preserved_)) {
-      saved_hash_ = session_->get_memory_layout_hash();
-    }
-  }
+  void connect(requested_lock_type lock, std::optional<std::int64_t> timeout_ms = {});
 
   /// Closes the session (the lock is released; an uncommitted writer's layout is dropped by
   /// the server). Mappings and reserved VAs stay.
@@ -107,15 +98,7 @@ class memory_manager {
   };
 
   /// Allocates on the server (RW only): the size is rounded up to the granularity first.
-  handle_ref allocate_handle(std::int64_t size, std::string tag = "default") {
-    require_rw();
-    const std::int64_t aligned = align(size);
-    auto r = live().allocate(aligned, std::move(tag));
-    if (r.aligned_size != aligned)
-      throw error("GMS allocation alignment mismatch: requested " + std::to_string(aligned) +
-                  ", server aligned to " + std::to_string(r.aligned_size));
-    return {r.allocation_id, r.layout_slot, r.aligned_size};
-  }
+  handle_ref allocate_handle(std::int64_t size, std::string tag = "default");
   unique_fd export_handle(const std::string& id) { return live().export_allocation(id).fd; }
   allocation_info get_handle_info(const std::string& id) { return live().get_allocation(id); }
   void free_handle(const std::string& id) {
@@ -146,144 +129,38 @@ class memory_manager {
 
   /// Imports `fd` (consumed) and maps it at `va` with the access of the granted lock.
   void map_va(unique_fd fd, std::uintptr_t va, std::int64_t size, std::int64_t aligned_size,
-              std::string allocation_id, std::string tag, std::int64_t layout_slot) {
-    auto h = mapper_.import(std::move(fd), static_cast<std::size_t>(aligned_size));
-    mapper_.map(va, static_cast<std::size_t>(aligned_size), h, is_rw());
-    local_mapping m{allocation_id, va, size, aligned_size, std::move(tag), layout_slot, true};
-    handles_.insert_or_assign(va, std::move(h));
-    by_id_[allocation_id] = va;
-    mappings_.insert_or_assign(va, std::move(m));
-  }
+      std::string allocation_id, std::string tag, std::int64_t layout_slot);
   /// Unmaps `va` (the reservation stays).
-  void unmap_va(std::uintptr_t va) {
-    auto& m = mapping_at(va);
-    if (!m.mapped) return;
-    mapper_.unmap(va, static_cast<std::size_t>(m.aligned_size), handles_.at(va));
-    handles_.erase(va);
-    m.mapped = false;
-  }
+  void unmap_va(std::uintptr_t va);
   /// Unmaps `va` if needed and gives its reservation back.
-  void free_va(std::uintptr_t va) {
-    auto& m = mapping_at(va);
-    unmap_va(va);
-    mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
-    by_id_.erase(m.allocation_id);
-    mappings_.erase(va);
-  }
+  void free_va(std::uintptr_t va);
 
   // --- tier 2 ----------------------------------------------------------------------------------
 
   /// Without an id: allocates `size` bytes with `tag` (RW), exports, reserves and maps
   /// read-write; returns the VA. With an id: the VA of that allocation, imported and mapped
   /// (read-only in an RO session) unless already mapped here.
-  std::uintptr_t create_mapping(std::optional<std::string> allocation_id = {}, std::int64_t size = 0,
-                                std::string tag = "default") {
-    live();
-    if (unmapped_) throw error("Memory manager is unmapped");
-    allocation_info info;
-    if (!allocation_id) {
-      if (size <= 0) throw std::invalid_argument("create_mapping: size must be > 0, got " + std::to_string(size));
-      auto h = allocate_handle(size, tag);
-      // The server was asked for the aligned size, so that is the allocation's size.
-      info = {h.allocation_id, h.aligned_size, h.aligned_size, std::move(tag), h.layout_slot};
-    } else {
-      if (auto it = by_id_.find(*allocation_id); it != by_id_.end()) {
-        if (!mappings_.at(it->second).mapped)
-          throw error("Allocation " + *allocation_id + " is imported but unmapped");
-        return it->second;
-      }
-      info = get_handle_info(*allocation_id);
-    }
-    unique_fd fd = export_handle(info.allocation_id);
-    const std::uintptr_t va = reserve_va(info.aligned_size);
-    try {
-      map_va(std::move(fd), va, info.size, info.aligned_size, info.allocation_id, info.tag, info.layout_slot);
-    } catch (...) {
-      mapper_.free_va(va, static_cast<std::size_t>(info.aligned_size));
-      throw;
-    }
-    return va;
-  }
+  std::uintptr_t create_mapping(std::optional<std::string> allocation_id = {}, std::int64_t size = 0, std::string tag = "default");
 
   /// Frees the allocation on the server when this is an RW session, then unmaps and releases
   /// the VA.
-  void destroy_mapping(std::uintptr_t va) {
-    auto& m = mapping_at(va);
-    if (is_rw()) live().free(m.allocation_id);
-    free_va(va);
-  }
+  void destroy_mapping(std::uintptr_t va);
 
   /// Commits (RW only): waits for queued device work, unmaps every mapping (VAs kept), then
   /// publishes the layout. The session ends; connect(ro) + remap_all_vas() maps it back.
-  void commit() {
-    require_rw();
-    unmap_all_vas();
-    session_->commit();
-    session_.reset();
-  }
+  void commit();
 
   /// Unmaps every mapping and keeps the reservations (sleep).
-  void unmap_all_vas() {
-    mapper_.synchronize();
-    for (auto& [va, m] : mappings_) unmap_va(va);
-    unmapped_ = true;
-    va_preserved_ = !mappings_.empty();
-  }
+  void unmap_all_vas();
 
   /// Maps every preserved VA back to the allocation in the same layout slot of the committed
   /// (or, for a writer, current) layout. Throws stale_memory_layout when the layout hash
   /// changed since it was saved, or a slot is missing or differs in size or tag.
-  void remap_all_vas() {
-    session& s = live();
-    const std::string current = s.get_memory_layout_hash();
-    if (saved_hash_ && !saved_hash_->empty() && *saved_hash_ != current)
-      throw stale_memory_layout("Layout changed: " + saved_hash_->substr(0, 16) + "... -> " +
-                                current.substr(0, 16) + "...");
-    auto allocations = s.list_allocations();
-    std::map<std::int64_t, const get_allocation_response*> by_slot;
-    for (const auto& a : allocations) by_slot[a.layout_slot] = &a;
-    const std::vector<local_mapping*> order = unmapped_by_slot();
-    // Check everything before mapping anything.
-    for (auto* m : order) {
-      auto it = by_slot.find(m->layout_slot);
-      if (it == by_slot.end())
-        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) +
-                                  " is missing from the committed layout");
-      if (it->second->aligned_size != m->aligned_size)
-        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " size changed: " +
-                                  std::to_string(m->aligned_size) + " -> " +
-                                  std::to_string(it->second->aligned_size));
-      if (it->second->tag != m->tag)
-        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " tag changed: " +
-                                  m->tag + " -> " + it->second->tag);
-    }
-    for (auto* m : order) {
-      const auto& a = *by_slot.at(m->layout_slot);
-      unique_fd fd = s.export_allocation(a.allocation_id).fd;
-      by_id_.erase(m->allocation_id);
-      map_va(std::move(fd), m->va, a.size, a.aligned_size, a.allocation_id, a.tag, a.layout_slot);
-      if (!mapper_.validate(m->va))
-        throw error("GMS remap: address " + std::to_string(m->va) + " is not mapped after remap");
-    }
-    mapper_.synchronize();
-    unmapped_ = false;
-    va_preserved_ = false;
-    if (!is_rw()) saved_hash_ = current;
-  }
+  void remap_all_vas();
 
   /// Allocates a new allocation for every unmapped mapping, in slot order, with that mapping's
   /// size and tag (RW only; follow with remap_all_vas). Used for KV caches on wake.
-  void reallocate_all_handles() {
-    require_rw();
-    if (!va_preserved_) throw error("reallocate_all_handles: no preserved mappings");
-    for (auto* m : unmapped_by_slot()) {
-      auto h = allocate_handle(m->aligned_size, m->tag);
-      by_id_.erase(m->allocation_id);
-      m->allocation_id = h.allocation_id;
-      m->layout_slot = h.layout_slot;
-      by_id_[m->allocation_id] = m->va;
-    }
-  }
+  void reallocate_all_handles();
 
   // --- The error_code forms of the calls above: a failure the throwing form would throw
   // (gms::error, or std::system_error from the mapper) sets `ec` instead; see gms/error.hpp.
@@ -331,22 +208,7 @@ class memory_manager {
   }
 
   /// Waits for device work, unmaps and frees every VA, closes the session. Never throws.
-  void close() noexcept {
-    try {
-      mapper_.synchronize();
-    } catch (...) {
-    }
-    for (auto& [va, m] : mappings_) {
-      if (m.mapped) mapper_.unmap(va, static_cast<std::size_t>(m.aligned_size), handles_.at(va));
-      mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
-    }
-    handles_.clear();
-    mappings_.clear();
-    by_id_.clear();
-    unmapped_ = false;
-    va_preserved_ = false;
-    abort();
-  }
+  void close() noexcept;
 
   // --- introspection -----------------------------------------------------------------------
 
@@ -384,18 +246,8 @@ class memory_manager {
     return (size + g - 1) / g * g;
   }
   /// The unmapped (preserved) mappings in layout-slot order.
-  std::vector<local_mapping*> unmapped_by_slot() {
-    std::vector<local_mapping*> order;
-    for (auto& [va, m] : mappings_)
-      if (!m.mapped) order.push_back(&m);
-    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->layout_slot < b->layout_slot; });
-    return order;
-  }
-  local_mapping& mapping_at(std::uintptr_t va) {
-    auto it = mappings_.find(va);
-    if (it == mappings_.end()) throw error("Unknown mapping at address " + std::to_string(va));
-    return it->second;
-  }
+  std::vector<local_mapping*> unmapped_by_slot();
+  local_mapping& mapping_at(std::uintptr_t va);
 
   std::string path_;
   Mapper mapper_;
@@ -409,5 +261,7 @@ class memory_manager {
 };
 
 }  // namespace inferwire::gms
+
+#include <inferwire/gms/impl/memory_manager.hpp>
 
 #endif
