@@ -339,15 +339,7 @@ class client {
   INFERWIRE_DECL error_code run_sync(detail::call_data& call);
   template <class T>
   T run(prepared<T> call) {
-    error_code ec;
-    if constexpr (std::is_void_v<T>) {
-      run(std::move(call), ec);
-      throw_if(ec);
-    } else {
-      T value = run(std::move(call), ec);
-      throw_if(ec);
-      return value;
-    }
+    return v2::detail::throwing<error_code>([&](error_code& ec) { return run(std::move(call), ec); }, &throw_if);
   }
   template <class T>
   T run(prepared<T> call, error_code& ec) {

@@ -757,15 +757,7 @@ T basic_client<Stream>::run(prepared<T> call, error_code& ec) {
 template <class Stream>
 template <class T>
 T basic_client<Stream>::run(prepared<T> call) {
-  error_code ec;
-  if constexpr (std::is_void_v<T>) {
-    run(std::move(call), ec);
-    throw_if(ec);
-  } else {
-    T value = run(std::move(call), ec);
-    throw_if(ec);
-    return value;
-  }
+  return v2::detail::throwing<error_code>([&](error_code& ec) { return run(std::move(call), ec); }, &throw_if);
 }
 
 // ---------------------------------------------------------------------------------------------

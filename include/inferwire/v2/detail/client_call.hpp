@@ -17,6 +17,7 @@
 
 #include <concepts>
 #include <system_error>
+#include <type_traits>
 
 namespace inferwire::v2::detail {
 
@@ -35,6 +36,20 @@ template <class Token, class ErrorCode, class T, class Options>
 concept token_for = !std::convertible_to<Token, const Options&> &&
                     boost::asio::completion_token_for<
                         Token, typename completion_signature<ErrorCode, T>::type>;
+
+/// The throwing form of a call from its error_code form: `f(ec)`, then `throw_if(ec)`.
+template <class ErrorCode, class F>
+auto throwing(F&& f, void (*throw_if)(const ErrorCode&)) {
+  ErrorCode ec;
+  if constexpr (std::is_void_v<decltype(f(ec))>) {
+    f(ec);
+    throw_if(ec);
+  } else {
+    auto value = f(ec);
+    throw_if(ec);
+    return value;
+  }
+}
 
 }  // namespace inferwire::v2::detail
 
