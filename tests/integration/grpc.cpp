@@ -475,6 +475,35 @@ TEST_CASE("grpc: decoupled repeat_int32 streams one response per element", "[grp
   CHECK(std::get<3>(got[6]));
 }
 
+// gRPC runs callback reactions on threads owned by a queue that lives while any channel does;
+// destroying the process's last channel on one of those threads aborts the process. A client
+// whose last operation completes inline (use_future) and which is dropped at once, alone in the
+// process, is the case: the test runs in its own process and repeats it.
+TEST_CASE("grpc: a lone client dropped as its last completion arrives", "[grpc]") {
+  const auto target = target_of(test_server());
+  for (int i = 0; i < 40; ++i) {
+    {
+      ig::client c(target);
+      auto live = c.async_server_live(boost::asio::use_future);
+      CHECK(live.get());
+    }
+    {
+      ig::client c(target);
+      auto stream = c.open_stream();
+      CHECK_NOTHROW(stream.async_finish(boost::asio::use_future).get());
+    }
+    {
+      boost::asio::io_context ioc;
+      ig::client c(ioc.get_executor(), target);
+      auto stream = c.open_stream();
+      ig::error_code fin = ig::make_error(13, "not finished");
+      stream.async_finish([&](ig::error_code ec) { fin = ec; });
+      ioc.run();
+      CHECK_FALSE(fin);
+    }
+  }
+}
+
 TEST_CASE("grpc: cancelling a stream, closing on the first error, abandoning one", "[grpc]") {
   auto& c = shared_client();
   std::vector<std::int32_t> in(20, 1);

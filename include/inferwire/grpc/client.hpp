@@ -352,7 +352,6 @@ class client {
     }
   }
 
-  std::unique_ptr<net::io_context> own_ioc_;  // clients without an executor only
   std::shared_ptr<detail::client_state> state_;
 };
 

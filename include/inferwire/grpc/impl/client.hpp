@@ -30,6 +30,7 @@ using stub_type = pb::GRPCInferenceService::Stub;
 using health_stub_type = ::grpc::health::v1::Health::Stub;
 
 struct client_state {
+  std::unique_ptr<net::io_context> own_ioc;  // clients made without an executor; goes last
   net::any_io_executor executor;
   std::string target;
   client_options options;
@@ -37,6 +38,69 @@ struct client_state {
   std::unique_ptr<stub_type> stub;
   std::unique_ptr<health_stub_type> health;
 };
+
+// --- where a client's channel may go --------------------------------------------------------
+//
+// gRPC 1.51 runs callback-API reactions on the threads of a process-wide completion queue that
+// lives while any channel uses it. Destroying the last such channel on one of those threads makes
+// the queue join the thread it runs on; the join fails, the queue is freed under the running
+// thread and the process aborts (`assertion failed: prior > 0` in grpc_cq_internal_unref). So a
+// client's state, which owns its channel, is never destroyed on a reaction thread: a release
+// there parks the state, and the next release, construction or destruction of a client on any
+// other thread destroys what is parked. Operations also carry their reference to the state along
+// with their completion, so with an io_context executor the last reference normally goes on the
+// application's thread anyway.
+
+/// True while the current thread runs one of our gRPC reactions.
+inline thread_local bool in_reaction = false;
+
+/// Marks the current thread as running a reaction for the scope's lifetime.
+class reaction_scope {
+ public:
+  reaction_scope() noexcept : outer_(in_reaction) { in_reaction = true; }
+  ~reaction_scope() { in_reaction = outer_; }
+  reaction_scope(const reaction_scope&) = delete;
+  reaction_scope& operator=(const reaction_scope&) = delete;
+
+ private:
+  bool outer_;
+};
+
+/// Client states released on reaction threads, waiting for another thread to destroy them.
+struct parked_states {
+  std::mutex mu;
+  std::vector<client_state*> states;
+
+  /// Never destroyed: a reaction thread may still park a state while the process exits.
+  static parked_states& get() {
+    static auto* p = new parked_states;
+    return *p;
+  }
+};
+
+/// Destroys the parked states, unless called on a reaction thread.
+inline void destroy_parked() {
+  if (in_reaction) return;
+  auto& p = parked_states::get();
+  std::vector<client_state*> mine;
+  {
+    std::lock_guard lock(p.mu);
+    mine.swap(p.states);
+  }
+  for (auto* s : mine) delete s;
+}
+
+/// The deleter of every client_state.
+inline void release_client_state(client_state* s) {
+  if (in_reaction) {
+    auto& p = parked_states::get();
+    std::lock_guard lock(p.mu);
+    p.states.push_back(s);
+    return;
+  }
+  delete s;
+  destroy_parked();
+}
 
 struct result_access {
   static infer_result make(std::shared_ptr<pb::ModelInferResponse> m) {
@@ -183,11 +247,13 @@ inline pb::ModelInferRequest encode_request(model_id model, const v2::infer_requ
   return q;
 }
 
-/// Hands a completion to its handler's executor (the client's by default).
+/// Hands a completion to its handler's executor (the client's by default); `carry` is released
+/// where the handler runs, after it.
 template <class Handler, class... Args>
-void complete_on_executor(Handler h, const net::any_io_executor& fallback, Args... args) {
+void complete_on_executor(Handler h, const net::any_io_executor& fallback, std::shared_ptr<void> carry,
+                          Args... args) {
   auto ex = net::get_associated_executor(h, fallback);
-  net::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
+  net::dispatch(ex, [h = std::move(h), carry = std::move(carry), ... args = std::move(args)]() mutable {
     std::move(h)(std::move(args)...);
   });
 }
@@ -197,9 +263,12 @@ void complete_on_executor(Handler h, const net::any_io_executor& fallback, Args.
 // --- client ------------------------------------------------------------------------------------
 
 namespace detail {
-inline std::shared_ptr<client_state> make_client_state(net::any_io_executor ex, std::string target,
+inline std::shared_ptr<client_state> make_client_state(std::unique_ptr<net::io_context> own,
+                                                       net::any_io_executor ex, std::string target,
                                                        client_options o) {
-  auto st = std::make_shared<client_state>();
+  destroy_parked();
+  std::shared_ptr<client_state> st(new client_state, &release_client_state);
+  st->own_ioc = std::move(own);
   ::grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(o.max_message_size);
   args.SetMaxSendMessageSize(o.max_message_size);
@@ -222,7 +291,7 @@ inline std::shared_ptr<client_state> make_client_state(net::any_io_executor ex, 
   st->channel = ::grpc::CreateCustomChannel(target, creds, args);
   st->stub = pb::GRPCInferenceService::NewStub(st->channel);
   st->health = ::grpc::health::v1::Health::NewStub(st->channel);
-  st->executor = std::move(ex);
+  st->executor = st->own_ioc ? net::any_io_executor(st->own_ioc->get_executor()) : std::move(ex);
   st->target = std::move(target);
   st->options = std::move(o);
   return st;
@@ -230,13 +299,16 @@ inline std::shared_ptr<client_state> make_client_state(net::any_io_executor ex, 
 }  // namespace detail
 
 INFERWIRE_DECL client::client(executor_type ex, std::string target, client_options opts)
-    : state_(detail::make_client_state(std::move(ex), std::move(target), std::move(opts))) {}
+    : state_(detail::make_client_state(nullptr, std::move(ex), std::move(target), std::move(opts))) {}
 
 INFERWIRE_DECL client::client(std::string target, client_options opts)
-    : own_ioc_(std::make_unique<net::io_context>(1)),
-      state_(detail::make_client_state(own_ioc_->get_executor(), std::move(target), std::move(opts))) {}
+    : state_(detail::make_client_state(std::make_unique<net::io_context>(1), {}, std::move(target),
+                                       std::move(opts))) {}
 
-INFERWIRE_DECL client::~client() = default;
+INFERWIRE_DECL client::~client() {
+  state_.reset();
+  detail::destroy_parked();
+}
 
 INFERWIRE_DECL client::executor_type client::get_executor() const noexcept { return state_->executor; }
 INFERWIRE_DECL const client_options& client::options() const noexcept { return state_->options; }
@@ -262,6 +334,7 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
   }
   auto* raw = p->call.get();
   raw->run_async([p](::grpc::Status s) mutable {
+    detail::reaction_scope reaction;
     auto ec = detail::to_error(s);
     auto ex = net::get_associated_executor(p->handler, p->state->executor);
     net::dispatch(ex, [p = std::move(p), ec]() mutable {

@@ -27,7 +27,9 @@ struct stream_state final
     bool remove_write_hold = false;
     bool read = false;
     bool remove_read_hold = false;
-    std::vector<std::function<void()>> completions;
+    std::vector<std::function<void(std::shared_ptr<void>)>> completions;
+    /// A reference that travels with the last completion (to be released where it runs).
+    std::shared_ptr<void> carry;
   };
 
   std::shared_ptr<client_state> client;
@@ -59,8 +61,8 @@ struct stream_state final
   void complete_later(actions& a, Handler& h, Args... args) {
     auto owned = std::make_shared<Handler>(std::move(h));
     auto fallback = client->executor;
-    a.completions.emplace_back([owned, fallback, ... args = std::move(args)]() mutable {
-      complete_on_executor(std::move(*owned), fallback, std::move(args)...);
+    a.completions.emplace_back([owned, fallback, ... args = std::move(args)](std::shared_ptr<void> carry) mutable {
+      complete_on_executor(std::move(*owned), fallback, std::move(carry), std::move(args)...);
     });
   }
 
@@ -102,7 +104,8 @@ struct stream_state final
     if (a.read) StartRead(&incoming);
     if (a.remove_write_hold) RemoveHold();
     if (a.remove_read_hold) RemoveHold();
-    for (auto& c : a.completions) c();
+    for (std::size_t i = 0; i < a.completions.size(); ++i)
+      a.completions[i](i + 1 == a.completions.size() ? std::move(a.carry) : nullptr);
   }
 
   template <class F>
@@ -119,6 +122,7 @@ struct stream_state final
   // --- reactions
 
   void OnWriteDone(bool ok) override {
+    reaction_scope reaction;
     step([&](actions& a) {
       write_active = false;
       if (!ok) write_failed = true;
@@ -128,6 +132,7 @@ struct stream_state final
   }
 
   void OnWritesDoneDone(bool ok) override {
+    reaction_scope reaction;
     step([&](actions& a) {
       if (writes_done_handler)
         complete_later(a, writes_done_handler, ok ? error_code{} : error_code(client_errc::stream_closed));
@@ -135,6 +140,7 @@ struct stream_state final
   }
 
   void OnReadDone(bool ok) override {
+    reaction_scope reaction;
     step([&](actions& a) {
       read_active = false;
       if (!ok) {
@@ -156,16 +162,18 @@ struct stream_state final
   }
 
   void OnDone(const ::grpc::Status& s) override {
-    std::shared_ptr<stream_state> keep;
+    reaction_scope reaction;
     step([&](actions& a) {
       done = true;
       final_status = to_error(s);
       if (reader) complete_later(a, reader, final_status ? final_status : error_code(net::error::eof), infer_result{});
       if (writes_done_handler) complete_later(a, writes_done_handler, final_status);
       if (finisher) complete_later(a, finisher, final_status);
-      keep = std::move(self);
+      // The reactor's own reference travels with the last completion, so that where the
+      // handler runs on an application thread, so does the release (see impl/client.hpp).
+      // Without completions it goes at the end of step(), after the last use of this object.
+      a.carry = std::move(self);
     });
-    // `keep` may be the last owner: this object goes when it does, after the last use of it.
   }
 };
 
