@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   serve(*s.ios.front());
   for (auto& t : pool) t.join();
 #if INFERWIRE_SERVER_GRPC
-  if (grpc) stop_grpc(*grpc);  // running calls get a few seconds, then are cancelled
+  if (grpc) stop_grpc(*grpc);  // what is left gets a second, then is cancelled
 #endif
   s.repository.stop_polling();
   s.execution.join();

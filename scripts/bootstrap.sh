@@ -3,7 +3,12 @@
 # Installs inferwire's build and test dependencies on Debian 12 (bookworm).
 # Idempotent: when everything is present it only checks and returns in about a second.
 #
-#   scripts/bootstrap.sh            install what is missing
+#   scripts/bootstrap.sh              install what is missing to build and test
+#   scripts/bootstrap.sh --build-only what building the library and the servers needs, nothing
+#                                     for the tests (the container image's build stage)
+#
+# The tests' tools include podman, runc and debootstrap: the container test builds the runtime
+# image on a Debian base made locally (deploy/container/make-base.sh).
 #
 # msgpack-cxx is header-only, but Debian's package depends on Boost 1.74's libboost-dev, which
 # conflicts with the Boost 1.81 we need. We therefore download the .deb and unpack its headers
@@ -14,14 +19,27 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
 
+build_only=0
+case "${1:-}" in
+  --build-only) build_only=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
+
 packages=(
   g++ cmake ninja-build ccache pkg-config git ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-program-options1.81-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libssl-dev zlib1g-dev catch2 nginx-light
-  clang libclang-rt-14-dev
-  python3 python3-grpcio python3-protobuf python3-msgpack python3-prometheus-client
+  libssl-dev zlib1g-dev
 )
+if [ "$build_only" -eq 0 ]; then
+  packages+=(
+    catch2 nginx-light
+    clang libclang-rt-14-dev
+    python3 python3-grpcio python3-protobuf python3-msgpack python3-prometheus-client
+    python3-yaml podman runc debootstrap
+  )
+fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -6,6 +6,8 @@
 #include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/server.hpp>
 
+#include "socket_path.hpp"
+
 #include <boost/asio/signal_set.hpp>
 #include <boost/program_options.hpp>
 
@@ -25,6 +27,7 @@
 
 namespace gms = inferwire::gms;
 namespace po = boost::program_options;
+using inferwire::gms::programs::default_socket_path;
 
 namespace {
 
@@ -53,36 +56,6 @@ void log_line(const char* level, const std::string& text) {
   char millis[8];
   std::snprintf(millis, sizeof millis, ",%03d", static_cast<int>(ms));
   std::cerr << stamp << millis << " - inferwire.gms - " << level << " - " << text << '\n';
-}
-
-// A directory only this user can write to: owned by us, not a link, no access for others.
-void require_private_dir(const std::string& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0)
-    throw std::runtime_error("socket directory " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
-    throw std::runtime_error("socket directory " + dir +
-                             " is not a private directory of this user (mode 0700, owned by "
-                             "uid " + std::to_string(::geteuid()) + "); refusing to use it");
-}
-
-// The directory for default socket paths: $GMS_SOCKET_DIR as upstream (operator deployments
-// set it), else $XDG_RUNTIME_DIR, else a private per-user folder in the temp dir, never the
-// shared temp dir itself where another user could take the name first.
-std::string socket_dir() {
-  if (const char* d = std::getenv("GMS_SOCKET_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_RUNTIME_DIR"); d && *d) {
-    require_private_dir(d);
-    return d;
-  }
-  std::error_code ec;
-  auto tmp = std::filesystem::temp_directory_path(ec);
-  const std::string dir = (ec ? std::string("/tmp") : tmp.string()) + "/inferwire-gms-" +
-                          std::to_string(::geteuid());
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::runtime_error("cannot create socket directory " + dir + ": " + std::strerror(errno));
-  require_private_dir(dir);
-  return dir;
 }
 
 // Returns -1 to go on, else the exit code.
@@ -188,15 +161,11 @@ int main(int argc, char** argv) {
     if (o.backend == "memfd") {
       gms::memfd_backend backend(o.memfd_granularity,
                                  o.memfd_capacity.value_or(std::numeric_limits<std::size_t>::max()));
-      const std::string path = !o.socket_path.empty()
-                                   ? o.socket_path
-                                   : socket_dir() + "/gms_memfd" + std::to_string(o.device) + "_" + o.tag + ".sock";
+      const std::string path = !o.socket_path.empty() ? o.socket_path : default_socket_path(o.backend, o.device, o.tag);
       return serve(o, backend, path);
     }
     gms::cuda_vmm_backend backend(o.device);
-    const std::string path = !o.socket_path.empty()
-                                 ? o.socket_path
-                                 : socket_dir() + "/gms_" + gms::gpu_uuid(o.device) + "_" + o.tag + ".sock";
+    const std::string path = !o.socket_path.empty() ? o.socket_path : default_socket_path(o.backend, o.device, o.tag);
     return serve(o, backend, path);
   } catch (const std::exception& e) {
     log_line("CRITICAL", e.what());
