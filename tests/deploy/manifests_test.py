@@ -212,14 +212,18 @@ check(os.path.exists(os.path.join(models, isvc["metadata"]["name"], "config.pbtx
 # ---- plain Kubernetes -------------------------------------------------------------------------
 docs = load("kubernetes/inferwire-server.yaml")
 dep = [d for d in docs if d["kind"] == "Deployment"][0]
-svc = [d for d in docs if d["kind"] == "Service"][0]
+services = [d for d in docs if d["kind"] == "Service"]
 pod = dep["spec"]["template"]
 c = pod["spec"]["containers"][0]
 images.add(c["image"])
 check(dep["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(), "the selector matches the pods")
-check(svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items(), "the Service selects the pods")
+check(len(services) == 2 and any(s["spec"].get("clusterIP") == "None" for s in services),
+      "a Service for clients and a headless one for each replica")
 named = {p["name"] for p in c["ports"]}
-check(all(p["targetPort"] in named for p in svc["spec"]["ports"]), "every Service targetPort is a named container port")
+for svc in services:
+    n = svc["metadata"]["name"]
+    check(svc["spec"]["selector"].items() <= pod["metadata"]["labels"].items(), "%s selects the pods" % n)
+    check(all(p["targetPort"] in named for p in svc["spec"]["ports"]), "%s: every targetPort is a named container port" % n)
 ann = pod["metadata"]["annotations"]
 run_server("Deployment", c, pod["spec"].get("terminationGracePeriodSeconds", 30),
            (ann.get("prometheus.io/port"), ann.get("prometheus.io/path")))
