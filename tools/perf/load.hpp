@@ -17,7 +17,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include <condition_variable>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -120,17 +120,18 @@ class driver {
         });
       return;
     }
-    start_loop(n);
-    auto c = std::shared_ptr<client>(Traits::make_async(ioc_->get_executor(), o_, n));
+    // Every slot on one of up to --max-threads event loops, each loop with its own client.
+    start_loops(std::min<std::size_t>(n, static_cast<std::size_t>(o_.max_threads)), n);
     for (std::size_t i = 0; i < n; ++i) {
+      auto& l = loops_[i % loops_.size()];
       ++active_;
       if constexpr (Traits::has_streams) {
         if (o_.streaming) {
-          net::co_spawn(*strand_, stream_slot(c), [this](std::exception_ptr) { done_one(); });
+          net::co_spawn(l.ioc, stream_slot(l.c), [this](std::exception_ptr) { done_one(); });
           continue;
         }
       }
-      net::co_spawn(*strand_, slot(c), [this](std::exception_ptr) { done_one(); });
+      net::co_spawn(l.ioc, slot(l.c), [this](std::exception_ptr) { done_one(); });
     }
   }
 
@@ -171,25 +172,26 @@ class driver {
   }
 
   void start_rate(double rate) {
-    start_loop(0);
-    client_ = std::shared_ptr<client>(Traits::make_async(ioc_->get_executor(), o_, 64));
+    start_loops(static_cast<std::size_t>(o_.max_threads), 64);
     ++active_;
-    net::co_spawn(*strand_, schedule(rate), [this](std::exception_ptr) { done_one(); });
+    net::co_spawn(loops_.front().ioc, schedule(rate), [this](std::exception_ptr) { done_one(); });
   }
 
-  /// Sends on a schedule: a constant gap of 1/rate, or exponential gaps of that mean.
+  /// Sends on a schedule: a constant gap of 1/rate, or exponential gaps of that mean; the
+  /// requests go round robin to the event loops.
   net::awaitable<void> schedule(double rate) {
     std::mt19937_64 rng(12345);
     std::exponential_distribution<double> exp(rate);
-    net::steady_timer timer(*strand_);
+    net::steady_timer timer(loops_.front().ioc);
     auto next = std::chrono::steady_clock::now();
-    while (!stop_.load(std::memory_order_relaxed)) {
+    for (std::size_t k = 0; !stop_.load(std::memory_order_relaxed); ++k) {
       const double gap = o_.request_distribution == distribution::poisson ? exp(rng) : 1.0 / rate;
       next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(gap));
       timer.expires_at(next);
       co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+      auto& l = loops_[k % loops_.size()];
       ++active_;
-      net::co_spawn(*strand_, one_request(client_), [this](std::exception_ptr) { done_one(); });
+      net::co_spawn(l.ioc, one_request(l.c), [this](std::exception_ptr) { done_one(); });
     }
   }
 
@@ -200,11 +202,16 @@ class driver {
     record(t0, ec);
   }
 
-  void start_loop(std::size_t) {
-    ioc_ = std::make_unique<net::io_context>();
-    strand_ = std::make_unique<net::strand<net::io_context::executor_type>>(net::make_strand(*ioc_));
-    work_ = std::make_unique<net::executor_work_guard<net::io_context::executor_type>>(ioc_->get_executor());
-    for (int i = 0; i < o_.max_threads; ++i) threads_.emplace_back([this] { ioc_->run(); });
+  /// `count` event loops on their own threads, each with a client sized for its share of
+  /// `connections` (HTTP keep-alive connections).
+  void start_loops(std::size_t count, std::size_t connections) {
+    loops_ = std::vector<loop>(std::max<std::size_t>(1, count));
+    const auto per_loop = (connections + loops_.size() - 1) / loops_.size();
+    for (auto& l : loops_) {
+      l.c = std::shared_ptr<client>(Traits::make_async(l.ioc.get_executor(), o_, per_loop));
+      l.work.emplace(l.ioc.get_executor());
+    }
+    for (auto& l : loops_) threads_.emplace_back([&l] { l.ioc.run(); });
   }
 
   void done_one() {
@@ -217,18 +224,25 @@ class driver {
   /// Ends the level: every slot finishes its request in flight.
   void stop() {
     stop_ = true;
-    if (ioc_) {
+    if (!loops_.empty()) {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return active_.load() == 0; });
       lock.unlock();
-      client_.reset();
-      work_.reset();
+      for (auto& l : loops_) l.work.reset();
     }
     for (auto& t : threads_) t.join();
     threads_.clear();
-    strand_.reset();
-    ioc_.reset();
+    loops_.clear();  // clients first, then their io_contexts
   }
+
+  struct loop {
+    net::io_context ioc{1};
+    std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+    std::shared_ptr<client> c;
+    loop() = default;
+    loop(loop&&) = delete;
+    ~loop() { c.reset(); }
+  };
 
   const options& o_;
   const request_set& requests_;
@@ -236,10 +250,7 @@ class driver {
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> next_{0};
   std::vector<std::thread> threads_;
-  std::unique_ptr<net::io_context> ioc_;
-  std::unique_ptr<net::strand<net::io_context::executor_type>> strand_;
-  std::unique_ptr<net::executor_work_guard<net::io_context::executor_type>> work_;
-  std::shared_ptr<client> client_;
+  std::vector<loop> loops_;
   std::atomic<int> active_{0};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -80,7 +80,7 @@ int parse_options(int argc, char** argv, options& o) {
     ("model-version,x", po::value<std::string>(&o.version), "its version (default: the server's choice)")
     ("url,u", po::value<std::string>(&o.url), "host:port (default localhost:8000, or localhost:8001 with -i grpc)")
     ("protocol,i", po::value<std::string>(&protocol_name), "http or grpc (default http)")
-    ("async,a", po::bool_switch(&o.async), "asynchronous calls: one thread keeps every request of the load in flight")
+    ("async,a", po::bool_switch(&o.async), "asynchronous calls: every request of the load in flight from event loops")
     ("sync", po::bool_switch(&sync), "synchronous calls: one thread per concurrent request (the default)")
     ("streaming", po::bool_switch(&o.streaming), "gRPC bidirectional streams, one per concurrent request")
     ("concurrency-range", po::value<std::string>(&concurrency),
@@ -103,7 +103,7 @@ int parse_options(int argc, char** argv, options& o) {
     ("max-trials,r", po::value<int>(&o.max_trials), "windows at most per load level before giving up (default 10)")
     ("percentile", po::value<int>(&o.percentile), "stabilise on this latency percentile instead of the average (1-99)")
     ("latency-report-file,f", po::value<std::string>(&o.csv_file), "also write the results to this CSV file")
-    ("max-threads", po::value<int>(&o.max_threads), "threads of the asynchronous mode's event loop (default 4)")
+    ("max-threads", po::value<int>(&o.max_threads), "event loops (threads, each with its own client) of the asynchronous modes (default 4)")
     ("verbose,v", po::value<int>(&o.verbose)->implicit_value(1)->zero_tokens(), "print every measurement window");
   po::variables_map vm;
   try {
