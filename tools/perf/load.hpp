@@ -47,6 +47,16 @@ class driver {
     stop_ = false;
     recorder_.take();
     start(level);
+    try {
+      return measure_started(level, control);
+    } catch (...) {
+      stop();  // no thread outlives the level, whatever went wrong
+      throw;
+    }
+  }
+
+ private:
+  result measure_started(double level, client& control) {
     std::vector<window> windows;
     result r;
     r.level = level;
@@ -76,10 +86,7 @@ class driver {
                   << " infer/sec, avg latency " << w.avg_latency_us() << " usec\n";
       const bool failed = w.failures > 0;
       windows.push_back(std::move(w));
-      if (failed) {
-        stop();
-        throw std::runtime_error("a request failed: " + windows.back().first_error);
-      }
+      if (failed) throw std::runtime_error("a request failed: " + windows.back().first_error);
       if (stable(windows, o_.stability_percentage, o_.percentile)) {
         r.stable = true;
         break;
@@ -91,7 +98,6 @@ class driver {
     return r;
   }
 
- private:
   const v2::infer_request& next_request() {
     const auto i = next_.fetch_add(1, std::memory_order_relaxed);
     return requests_.requests[i % requests_.requests.size()];
