@@ -138,6 +138,56 @@ TEST_CASE("gms memory_manager: a second process imports by metadata", "[gms]") {
   CHECK(reader.find(va + MiB2) == nullptr);
 }
 
+TEST_CASE("gms memory_manager: create_mappings imports a layout with pipelined exports", "[gms]") {
+  test_server s;
+  manager writer(s.path());
+  std::vector<std::int64_t> sizes(70, MiB2);  // more than two windows of 32 requests
+  publish(writer, sizes, 'p');
+  manager reader(s.path());
+  reader.connect(requested_lock_type::ro);
+  std::vector<std::string> ids;
+  for (const auto& a : reader.list_handles()) ids.push_back(a.allocation_id);
+  REQUIRE(ids.size() == 70);
+  // One already imported the usual way keeps its VA; a repeated id maps once.
+  const auto first = reader.create_mapping(ids[0]);
+  auto with_repeat = ids;
+  with_repeat.push_back(ids[5]);
+  auto vas = reader.create_mappings(with_repeat);
+  REQUIRE(vas.size() == 71);
+  CHECK(vas[0] == first);
+  CHECK(vas[70] == vas[5]);
+  CHECK(reader.mappings().size() == 70);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    CHECK(reader.find(vas[i])->allocation_id == ids[i]);
+    CHECK(at(vas[i])[0] == 'p');
+    CHECK(at(vas[i])[MiB2 - 1] == 'p');
+  }
+  CHECK(write_faults(at(vas[7])));  // read-only, as one by one
+
+  // A refused id among others: the rest are mapped, the refusal is reported, the session
+  // stays usable (every pipelined reply was read).
+  manager other(s.path());
+  other.connect(requested_lock_type::ro);
+  std::vector<std::string> mixed{ids[1], "no-such-allocation", ids[2]};
+  CHECK_THROWS_AS(other.create_mappings(mixed), inferwire::gms::server_error);
+  CHECK(other.mappings().size() == 2);
+  CHECK(other.metadata_get("t3").found);
+  std::error_code ec;
+  auto none = other.create_mappings({"missing-too"}, ec);
+  CHECK(ec == inferwire::gms::errc::server_error);
+  CHECK(other.create_mappings({ids[1]}, ec).front() == other.create_mapping(ids[1]));
+  CHECK_FALSE(ec);
+
+  // The session level: results in order, each with its descriptor.
+  inferwire::gms::session raw(s.path(), requested_lock_type::ro);
+  auto exported = raw.export_allocations({ids[3], ids[4], ids[3]});
+  REQUIRE(exported.size() == 3);
+  CHECK(exported[0].info.allocation_id == ids[3]);
+  CHECK(exported[1].info.allocation_id == ids[4]);
+  CHECK(exported[2].info.aligned_size == MiB2);
+  for (const auto& e : exported) CHECK(static_cast<bool>(e.fd));
+}
+
 TEST_CASE("gms memory_manager: remap after sleep", "[gms]") {
   test_server s;
   manager writer(s.path());

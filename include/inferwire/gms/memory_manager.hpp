@@ -142,6 +142,12 @@ class memory_manager {
   /// (read-only in an RO session) unless already mapped here.
   std::uintptr_t create_mapping(std::optional<std::string> allocation_id = {}, std::int64_t size = 0, std::string tag = "default");
 
+  /// Imports and maps many allocations at once (a reader loading a layout): their export
+  /// requests are pipelined (session::export_allocations), each mapped as its descriptor
+  /// arrives. Returns the VAs in the order of `allocation_ids`; already mapped ones keep theirs.
+  /// If the server refuses one, the others are mapped and the refusal is thrown afterwards.
+  std::vector<std::uintptr_t> create_mappings(const std::vector<std::string>& allocation_ids);
+
   /// Frees the allocation on the server when this is an RW session, then unmaps and releases
   /// the VA.
   void destroy_mapping(std::uintptr_t va);
@@ -187,6 +193,9 @@ class memory_manager {
   bool metadata_delete(std::string key, std::error_code& ec) {
     return detail::capture(ec, [&] { return metadata_delete(std::move(key)); });
   }
+  std::vector<std::uintptr_t> create_mappings(const std::vector<std::string>& allocation_ids, std::error_code& ec) {
+    return detail::capture(ec, [&] { return create_mappings(allocation_ids); });
+  }
   std::uintptr_t create_mapping(std::optional<std::string> allocation_id, std::int64_t size, std::string tag,
                                 std::error_code& ec) {
     return detail::capture(ec, [&] { return create_mapping(std::move(allocation_id), size, std::move(tag)); });
@@ -230,6 +239,10 @@ class memory_manager {
   const std::optional<std::string>& saved_layout_hash() const noexcept { return saved_hash_; }
 
  private:
+  /// The VA of an allocation already imported here (throws if it is imported but unmapped).
+  std::optional<std::uintptr_t> mapped_va(const std::string& allocation_id) const;
+  /// Reserves a VA for an exported allocation and maps it.
+  std::uintptr_t map_exported(exported_allocation e);
   session& live() {
     if (!session_ || !session_->connected()) {
       session_.reset();

@@ -65,24 +65,69 @@ auto memory_manager<Mapper>::create_mapping(std::optional<std::string> allocatio
     std::int64_t size, std::string tag) -> std::uintptr_t {
   live();
   if (unmapped_) throw error("Memory manager is unmapped");
-  allocation_info info;
-  if (!allocation_id) {
-    if (size <= 0) throw std::invalid_argument("create_mapping: size must be > 0, got " + std::to_string(size));
-    auto h = allocate_handle(size, tag);
-    // The server was asked for the aligned size, so that is the allocation's size.
-    info = {h.allocation_id, h.aligned_size, h.aligned_size, std::move(tag), h.layout_slot};
-  } else {
-    if (auto it = by_id_.find(*allocation_id); it != by_id_.end()) {
-      if (!mappings_.at(it->second).mapped)
-        throw error("Allocation " + *allocation_id + " is imported but unmapped");
-      return it->second;
-    }
-    info = get_handle_info(*allocation_id);
+  if (allocation_id) {
+    if (auto va = mapped_va(*allocation_id)) return *va;
+    // The export's reply describes the allocation: no separate GetAllocation round trip.
+    return map_exported(live().export_allocation(*allocation_id));
   }
-  unique_fd fd = export_handle(info.allocation_id);
+  if (size <= 0) throw std::invalid_argument("create_mapping: size must be > 0, got " + std::to_string(size));
+  auto h = allocate_handle(size, tag);
+  // The server was asked for the aligned size, so that is the allocation's size.
+  exported_allocation e{{h.allocation_id, h.aligned_size, h.aligned_size, std::move(tag), h.layout_slot},
+                        export_handle(h.allocation_id)};
+  return map_exported(std::move(e));
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::create_mappings(const std::vector<std::string>& allocation_ids)
+    -> std::vector<std::uintptr_t> {
+  live();
+  if (unmapped_) throw error("Memory manager is unmapped");
+  std::vector<std::uintptr_t> vas(allocation_ids.size(), 0);
+  std::vector<std::string> wanted;
+  for (std::size_t i = 0; i < allocation_ids.size(); ++i)
+    if (auto va = mapped_va(allocation_ids[i]))
+      vas[i] = *va;
+    else if (std::find(wanted.begin(), wanted.end(), allocation_ids[i]) == wanted.end())
+      wanted.push_back(allocation_ids[i]);
+  std::optional<server_error> refused;
+  std::vector<exported_allocation> exported;
+  try {
+    exported = live().export_allocations(wanted);
+  } catch (const server_error& e) {
+    // Every other reply was read; map what came, then report the refusal.
+    refused = e;
+    exported.clear();
+    for (const auto& id : wanted) {
+      if (mapped_va(id)) continue;
+      try {
+        exported.push_back(live().export_allocation(id));
+      } catch (const server_error&) {
+      }
+    }
+  }
+  for (auto& e : exported) map_exported(std::move(e));
+  for (std::size_t i = 0; i < allocation_ids.size(); ++i)
+    if (!vas[i])
+      if (auto va = mapped_va(allocation_ids[i])) vas[i] = *va;
+  if (refused) throw *refused;
+  return vas;
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::mapped_va(const std::string& allocation_id) const -> std::optional<std::uintptr_t> {
+  auto it = by_id_.find(allocation_id);
+  if (it == by_id_.end()) return std::nullopt;
+  if (!mappings_.at(it->second).mapped) throw error("Allocation " + allocation_id + " is imported but unmapped");
+  return it->second;
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::map_exported(exported_allocation e) -> std::uintptr_t {
+  const auto& info = e.info;
   const std::uintptr_t va = reserve_va(info.aligned_size);
   try {
-    map_va(std::move(fd), va, info.size, info.aligned_size, info.allocation_id, info.tag, info.layout_slot);
+    map_va(std::move(e.fd), va, info.size, info.aligned_size, info.allocation_id, info.tag, info.layout_slot);
   } catch (...) {
     mapper_.free_va(va, static_cast<std::size_t>(info.aligned_size));
     throw;
