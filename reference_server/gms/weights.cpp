@@ -98,6 +98,18 @@ std::uint64_t checksum(std::uintptr_t va, std::size_t bytes) {
   return h;
 }
 
+/// SIGTERM and SIGINT, which --hold waits for.
+const sigset_t& hold_signals() {
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    return s;
+  }();
+  return set;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -137,13 +149,10 @@ int run(const options& o, const std::string& path, Mapper mapper) {
             << import_ms << " ms; checksum ok\n"
             << std::flush;
   if (o.hold) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    // Blocked since the start (main), so a signal sent as soon as the line above appears
+    // waits here instead of killing the process.
     int sig = 0;
-    sigwait(&set, &sig);
+    sigwait(&hold_signals(), &sig);
   }
   m.close();
   return 0;
@@ -183,6 +192,7 @@ int main(int argc, char** argv) {
     std::cerr << "inferwire-gms-weights: --backend must be cuda or memfd, --mib > 0, --device >= 0\n";
     return 2;
   }
+  if (o.hold) pthread_sigmask(SIG_BLOCK, &hold_signals(), nullptr);
   try {
     const std::string path = !o.socket_path.empty()
                                  ? o.socket_path
