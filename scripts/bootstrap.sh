@@ -37,7 +37,7 @@ if [ "$build_only" -eq 0 ]; then
     catch2 nginx-light
     clang libclang-rt-14-dev
     python3 python3-grpcio python3-protobuf python3-msgpack python3-prometheus-client
-    python3-yaml podman runc debootstrap
+    python3-yaml podman runc uidmap debootstrap
   )
 fi
 
