@@ -72,27 +72,20 @@ struct device_memory {
   }
 };
 
-/// Writes the pattern over [va, va + bytes) and returns its checksum.
+/// One pass over [va, va + bytes) in chunks: writes the pattern first (`write`) or reads what
+/// is there, and returns the checksum of the bytes.
 template <class Memory>
-std::uint64_t fill(std::uintptr_t va, std::size_t bytes) {
+std::uint64_t pass(std::uintptr_t va, std::size_t bytes, bool write) {
   std::vector<std::uint64_t> buf(chunk / 8);
   std::uint64_t h = 0xCBF29CE484222325ull;
   for (std::size_t off = 0; off < bytes; off += chunk) {
     const std::size_t n = std::min(chunk, bytes - off);
-    for (std::size_t i = 0; i < n / 8; ++i) buf[i] = word(off / 8 + i);
-    Memory::write(va + off, buf.data(), n);
-    h = mix(h, buf.data(), n / 8);
-  }
-  return h;
-}
-
-template <class Memory>
-std::uint64_t checksum(std::uintptr_t va, std::size_t bytes) {
-  std::vector<std::uint64_t> buf(chunk / 8);
-  std::uint64_t h = 0xCBF29CE484222325ull;
-  for (std::size_t off = 0; off < bytes; off += chunk) {
-    const std::size_t n = std::min(chunk, bytes - off);
-    Memory::read(buf.data(), va + off, n);
+    if (write) {
+      for (std::size_t i = 0; i < n / 8; ++i) buf[i] = word(off / 8 + i);
+      Memory::write(va + off, buf.data(), n);
+    } else {
+      Memory::read(buf.data(), va + off, n);
+    }
     h = mix(h, buf.data(), n / 8);
   }
   return h;
@@ -122,7 +115,7 @@ int run(const options& o, const std::string& path, Mapper mapper) {
   if (m.is_rw()) {
     const auto bytes = static_cast<std::size_t>(o.mib) << 20;
     const std::uintptr_t va = m.create_mapping({}, static_cast<std::int64_t>(bytes), o.tag);
-    const std::uint64_t h = fill<Memory>(va, bytes);
+    const std::uint64_t h = pass<Memory>(va, bytes, true);
     boost::json::object meta{{"bytes", bytes}, {"fnv1a64", std::to_string(h)}};
     m.metadata_put(key, m.find(va)->allocation_id, 0, boost::json::serialize(meta));
     m.commit();
@@ -140,7 +133,7 @@ int run(const options& o, const std::string& path, Mapper mapper) {
   const auto bytes = static_cast<std::size_t>(meta.at("bytes").template to_number<std::uint64_t>());
   const std::uintptr_t va = m.create_mapping(*md.allocation_id) + static_cast<std::uintptr_t>(md.offset_bytes.value_or(0));
   const double import_ms = ms_since(t0);
-  const std::uint64_t h = checksum<Memory>(va, bytes);
+  const std::uint64_t h = pass<Memory>(va, bytes, false);
   if (std::to_string(h) != meta.at("fnv1a64").as_string()) {
     std::cerr << "inferwire-gms-weights: checksum mismatch in the imported " << bytes << " bytes\n";
     return 1;

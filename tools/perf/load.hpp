@@ -273,8 +273,7 @@ int run_with(const options& o) {
     const request_set& r;
     ~unregister() { release_shm(c, r); }
   } unregister_on_exit{*control, requests};
-  result proto;
-  proto.client_send_us = Traits::send_cost_us(requests.requests.front(), o);
+  const double client_send_us = Traits::send_cost_us(requests.requests.front(), o);
 
   print_settings(std::cout, o);
   std::vector<result> results;
@@ -283,7 +282,7 @@ int run_with(const options& o) {
   const auto levels = o.request_rate ? o.request_rate->values() : o.concurrency->values();
   for (double level : levels) {
     auto r = d.measure(level, *control);
-    r.client_send_us = proto.client_send_us;
+    r.client_send_us = client_send_us;
     all_stable = all_stable && r.stable;
     print_level(std::cout, o, r);
     results.push_back(std::move(r));

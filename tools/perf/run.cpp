@@ -10,7 +10,6 @@ int run(const options& o) {
   return run_http(o);
 }
 
-/// host and port of -u.
 std::pair<std::string, std::string> split_url(const std::string& url) {
   const auto colon = url.rfind(':');
   return {url.substr(0, colon), url.substr(colon + 1)};

@@ -8,8 +8,6 @@
 
 namespace inferwire::perf {
 
-std::pair<std::string, std::string> split_url(const std::string& url);
-
 namespace {
 
 struct http_traits {
