@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -32,6 +33,34 @@ inline std::string read_file(const std::string& p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// CPU seconds (user + system, all threads) of `pid`, and of its children if `children`.
+inline double cpu_seconds(pid_t pid, bool children) {
+  static const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  auto of = [](const std::string& stat_path, pid_t* ppid) -> double {
+    std::string s = read_file(stat_path);
+    auto close = s.rfind(')');
+    if (close == std::string::npos) return 0;
+    std::istringstream in(s.substr(close + 2));
+    std::string field;
+    std::vector<std::string> f;
+    while (in >> field) f.push_back(field);
+    if (f.size() < 13) return 0;
+    if (ppid) *ppid = static_cast<pid_t>(std::stol(f[1]));  // field 4
+    return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / tick;  // fields 14, 15
+  };
+  double total = of("/proc/" + std::to_string(pid) + "/stat", nullptr);
+  if (children) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      pid_t ppid = 0;
+      double t = of(e.path().string() + "/stat", &ppid);
+      if (ppid == pid) total += t;
+    }
+  }
+  return total;
 }
 
 inline pid_t spawn(std::vector<std::string> args, const std::string& log) {

@@ -4,11 +4,14 @@
 //   (a) the `simple` model with binary tensors, at concurrency 1 and 16, a fixed number of
 //       requests over keep-alive connections: requests/s, p50 and p99 latency. The same load
 //       generator then drives nginx serving a static 64-byte response on loopback.
-//       Targets: c16 rate >= 0.5x nginx; c1 p99 <= 2x nginx.
+//       Targets: c16 rate >= 0.5x nginx; c1 p99 <= 2x nginx. The server's CPU time per
+//       request (utime + stime of every thread, from /proc/<pid>/stat, over the measured run)
+//       against nginx's (its workers') for a small POST of the same body to a `return 200`
+//       location. Targets (issue 22): CPU <= 1.5x nginx's per small POST; c16 rate >= 1.0x.
 //   (b) a 64 MiB FP32 `identity_fp32` round trip (raw binary request, binary response), against
 //       a plain loopback TCP echo of the same bytes both ways. Target: >= 0.5x its bandwidth.
 //
-//   bench_http_infer [--requests N] [--server PATH] [--nginx PATH]
+//   bench_http_infer [--requests N] [--server PATH] [--nginx PATH] [--concurrency 1|16]
 #include "bench_process.hpp"
 #include "http_load.hpp"
 
@@ -121,11 +124,13 @@ int main(int argc, char** argv) {
   std::string server = INFERWIRE_SERVER_PATH;
   std::string nginx = "/usr/sbin/nginx";
   std::vector<std::string> server_args;
+  int only_conc = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--requests") requests = std::stoul(argv[i + 1]);
     else if (a == "--server") server = argv[i + 1];
     else if (a == "--nginx") nginx = argv[i + 1];
+    else if (a == "--concurrency") only_conc = std::stoi(argv[i + 1]);  // one level only (for profiling)
     else if (a == "--server-arg") server_args.emplace_back(argv[i + 1]);  // passed to inferwire-server
   }
   signal(SIGPIPE, SIG_IGN);
@@ -155,6 +160,8 @@ int main(int argc, char** argv) {
       << "  keepalive_requests 1000000;\n"
       << "  server {\n    listen 127.0.0.1:" << nport << ";\n"
       << "    location / { default_type application/octet-stream; return 200 \""
+      << std::string(64, 'x') << "\"; }\n"
+      << "    location /post { client_body_buffer_size 64k; default_type application/octet-stream; return 200 \""
       << std::string(64, 'x') << "\"; }\n  }\n}\n";
   }
   pid_t npid = spawn({nginx, "-c", conf, "-p", tmp.string()}, (tmp / "nginx.out").string());
@@ -180,21 +187,34 @@ int main(int argc, char** argv) {
                                        "Inference-Header-Content-Length: " +
                                            std::to_string(body.header_length()) + "\r\n");
   std::string static_req = http_request("GET", "/", "");
+  std::string post_req = http_request("POST", "/post", body.flatten(),
+                                      "Inference-Header-Content-Length: " +
+                                          std::to_string(body.header_length()) + "\r\n");
 
   std::printf("bench_http_infer: %zu requests per run, loopback, %u cores\n", requests,
               std::thread::hardware_concurrency());
   for (int conc : {1, 16}) {
+    if (only_conc && conc != only_conc) continue;
     load_generator(sport, infer_req, conc, requests / 10).run();  // warm-up
+    const double cpu0 = cpu_seconds(spid, false);
     auto ours = load_generator(sport, infer_req, conc, requests).run();
-    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
-                conc, ours.rate, ours.p50_us, ours.p99_us, ours.errors);
+    const double ours_cpu_us = (cpu_seconds(spid, false) - cpu0) * 1e6 / static_cast<double>(requests);
+    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
+                conc, ours.rate, ours.p50_us, ours.p99_us, ours.errors, ours_cpu_us);
     if (have_nginx) {
       load_generator(nport, static_req, conc, requests / 10).run();
       auto base = load_generator(nport, static_req, conc, requests).run();
       std::printf("  c=%-2d nginx static 64B : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
                   conc, base.rate, base.p50_us, base.p99_us, base.errors);
-      std::printf("  c=%-2d ratio            : rate %.2fx nginx (target >= 0.5 at c=16), p99 %.2fx nginx (target <= 2 at c=1)\n",
-                  conc, ours.rate / base.rate, ours.p99_us / base.p99_us);
+      load_generator(nport, post_req, conc, requests / 10).run();
+      const double ncpu0 = cpu_seconds(npid, true);
+      auto post = load_generator(nport, post_req, conc, requests).run();
+      const double nginx_cpu_us = (cpu_seconds(npid, true) - ncpu0) * 1e6 / static_cast<double>(requests);
+      std::printf("  c=%-2d nginx POST %zuB   : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
+                  conc, body.size(), post.rate, post.p50_us, post.p99_us, post.errors, nginx_cpu_us);
+      std::printf("  c=%-2d ratio            : rate %.2fx nginx static (target >= 1.0 at c=16), p99 %.2fx (target <= 2 at c=1),"
+                  " CPU/req %.2fx nginx POST (target <= 1.5)\n",
+                  conc, ours.rate / base.rate, ours.p99_us / base.p99_us, ours_cpu_us / nginx_cpu_us);
     }
   }
 

@@ -19,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -27,12 +28,13 @@
 #include <sstream>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <vector>
 
 namespace inferwire::server {
 
 namespace pb = ::inference;
 namespace conv = inferwire::grpc;
-using ::grpc::CallbackServerContext;
 
 namespace {
 
@@ -47,14 +49,61 @@ constexpr std::size_t max_grpc_error_text = 2048;
 }
 
 
-class inference_service final : public pb::GRPCInferenceService::CallbackService {
+// --- The completion-queue machinery ---------------------------------------------------------
+//
+// Every RPC runs on gRPC's completion-queue API: a fixed set of threads, one per queue, each
+// waits on its queue and handles what completes there. (gRPC's callback API would add its own
+// threads, which poll the network and hand each call to another thread: on a 2-core machine
+// that hand-off cost more CPU than the whole of a small inference.)
+
+// What calls share with work still running elsewhere (the execution pool): whether operations
+// may still start on the queues, and how many unary calls are between arrival and reply.
+struct queue_gate {
+  std::mutex mu;
+  bool closed = false;
+  std::atomic<int> running{0};
+
+  /// Starts a gRPC operation unless the queues are shut down (then false, nothing started).
+  template <class F>
+  bool start(F&& op) {
+    std::lock_guard lock(mu);
+    if (closed) return false;
+    op();
+    return true;
+  }
+};
+
+// An object with operations in flight on a queue. Each operation's tag is an `event` naming the
+// object and what completed.
+class rpc {
+ public:
+  virtual ~rpc() = default;
+  virtual void on(int what, bool ok) = 0;
+};
+struct event {
+  rpc* target;
+  int what;
+};
+
+// What a unary handler sees of its call: the server context (metadata, cancellation) and the
+// one reply, which any thread may send. The call may be gone as soon as finish() is called.
+class unary_context {
+ public:
+  virtual ::grpc::ServerContext& context() = 0;
+  virtual void finish(const ::grpc::Status& st) = 0;
+
+ protected:
+  ~unary_context() = default;
+};
+
+class inference_service final : public pb::GRPCInferenceService::AsyncService {
  public:
   explicit inference_service(server_state& s) : svc_(s) {}
 
   // --- health and metadata ---------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const pb::ServerLiveRequest*,
-                                         pb::ServerLiveResponse* r) override {
+  void ServerLive(unary_context* ctx, const pb::ServerLiveRequest*,
+                                         pb::ServerLiveResponse* r) {
     return now(ctx, api_category::health, [&] {
       bool live = false;
       if (auto st = svc_.live(live)) return to_grpc(st);
@@ -62,15 +111,15 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const pb::ServerReadyRequest*,
-                                          pb::ServerReadyResponse* r) override {
+  void ServerReady(unary_context* ctx, const pb::ServerReadyRequest*,
+                                          pb::ServerReadyResponse* r) {
     return now(ctx, api_category::health, [&] {
       r->set_ready(svc_.ready());
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const pb::ModelReadyRequest* q,
-                                         pb::ModelReadyResponse* r) override {
+  void ModelReady(unary_context* ctx, const pb::ModelReadyRequest* q,
+                                         pb::ModelReadyResponse* r) {
     return now(ctx, api_category::health, [&] {
       bool ready = false;
       if (auto st = svc_.model_ready(q->name(), q->version(), ready)) return to_grpc(st);
@@ -78,15 +127,15 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const pb::ServerMetadataRequest*,
-                                             pb::ServerMetadataResponse* r) override {
+  void ServerMetadata(unary_context* ctx, const pb::ServerMetadataRequest*,
+                                             pb::ServerMetadataResponse* r) {
     return now(ctx, api_category::metadata, [&] {
       conv::to_proto(svc_.server_metadata(), *r);
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const pb::ModelMetadataRequest* q,
-                                            pb::ModelMetadataResponse* r) override {
+  void ModelMetadata(unary_context* ctx, const pb::ModelMetadataRequest* q,
+                                            pb::ModelMetadataResponse* r) {
     return now(ctx, api_category::metadata, [&] {
       v2::model_metadata md;
       if (auto st = svc_.model_metadata(q->name(), q->version(), md)) return to_grpc(st);
@@ -94,8 +143,8 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const pb::ModelConfigRequest* q,
-                                          pb::ModelConfigResponse* r) override {
+  void ModelConfig(unary_context* ctx, const pb::ModelConfigRequest* q,
+                                          pb::ModelConfigResponse* r) {
     return now(ctx, api_category::model_config, [&] {
       std::shared_ptr<const model_config> c;
       if (auto st = svc_.model_configuration(q->name(), q->version(), c)) return to_grpc(st);
@@ -103,8 +152,8 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const pb::ModelStatisticsRequest* q,
-                                              pb::ModelStatisticsResponse* r) override {
+  void ModelStatistics(unary_context* ctx, const pb::ModelStatisticsRequest* q,
+                                              pb::ModelStatisticsResponse* r) {
     return now(ctx, api_category::statistics, [&] {
       v2::statistics_response out;
       if (auto st = svc_.statistics(q->name(), q->version(), out)) return to_grpc(st);
@@ -115,8 +164,8 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
 
   // --- repository ------------------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const pb::RepositoryIndexRequest* q,
-                                              pb::RepositoryIndexResponse* r) override {
+  void RepositoryIndex(unary_context* ctx, const pb::RepositoryIndexRequest* q,
+                                              pb::RepositoryIndexResponse* r) {
     return now(ctx, api_category::model_repository, [&] {
       std::vector<v2::repository_index_entry> index;
       if (auto st = svc_.repository_index(q->repository_name(), q->ready(), index)) return to_grpc(st);
@@ -124,17 +173,17 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx, const pb::RepositoryModelLoadRequest* q,
-                                                  pb::RepositoryModelLoadResponse*) override {
+  void RepositoryModelLoad(unary_context* ctx, const pb::RepositoryModelLoadRequest* q,
+                                                  pb::RepositoryModelLoadResponse*) {
     return later(ctx, api_category::model_repository, [this, q] {
       v2::repository_load_request load;
       if (auto st = conv::from_proto(*q, load)) return to_grpc(st);
       return to_grpc(svc_.repository_load(q->repository_name(), q->model_name(), load));
     });
   }
-  ::grpc::ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
+  void RepositoryModelUnload(unary_context* ctx,
                                                     const pb::RepositoryModelUnloadRequest* q,
-                                                    pb::RepositoryModelUnloadResponse*) override {
+                                                    pb::RepositoryModelUnloadResponse*) {
     return later(ctx, api_category::model_repository, [this, q] {
       return to_grpc(svc_.repository_unload(q->repository_name(), q->model_name(),
                                             conv::from_proto(*q).unload_dependents));
@@ -143,9 +192,9 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
 
   // --- shared memory ---------------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryStatus(CallbackServerContext* ctx,
+  void SystemSharedMemoryStatus(unary_context* ctx,
                                                        const pb::SystemSharedMemoryStatusRequest* q,
-                                                       pb::SystemSharedMemoryStatusResponse* r) override {
+                                                       pb::SystemSharedMemoryStatusResponse* r) {
     return now(ctx, api_category::shared_memory, [&] {
       std::vector<v2::system_shm_status> v;
       if (auto st = svc_.system_shm_status(q->name(), v)) return to_grpc(st);
@@ -153,19 +202,19 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryRegister(CallbackServerContext* ctx,
+  void SystemSharedMemoryRegister(unary_context* ctx,
                                                          const pb::SystemSharedMemoryRegisterRequest* q,
-                                                         pb::SystemSharedMemoryRegisterResponse*) override {
+                                                         pb::SystemSharedMemoryRegisterResponse*) {
     return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.register_system_shm(conv::from_proto(*q))); });
   }
-  ::grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(CallbackServerContext* ctx,
+  void SystemSharedMemoryUnregister(unary_context* ctx,
                                                            const pb::SystemSharedMemoryUnregisterRequest* q,
-                                                           pb::SystemSharedMemoryUnregisterResponse*) override {
+                                                           pb::SystemSharedMemoryUnregisterResponse*) {
     return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.unregister_shm(region_kind::system, q->name())); });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryStatus(CallbackServerContext* ctx,
+  void CudaSharedMemoryStatus(unary_context* ctx,
                                                      const pb::CudaSharedMemoryStatusRequest* q,
-                                                     pb::CudaSharedMemoryStatusResponse* r) override {
+                                                     pb::CudaSharedMemoryStatusResponse* r) {
     return now(ctx, api_category::shared_memory, [&] {
       std::vector<v2::cuda_shm_status> v;
       if (auto st = svc_.cuda_shm_status(q->name(), v)) return to_grpc(st);
@@ -173,25 +222,25 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryRegister(CallbackServerContext* ctx,
+  void CudaSharedMemoryRegister(unary_context* ctx,
                                                        const pb::CudaSharedMemoryRegisterRequest* q,
-                                                       pb::CudaSharedMemoryRegisterResponse*) override {
+                                                       pb::CudaSharedMemoryRegisterResponse*) {
     return now(ctx, api_category::shared_memory, [&] {
       v2::cuda_shm_register_request reg;
       if (auto st = conv::from_proto(*q, reg)) return to_grpc(st);
       return to_grpc(svc_.register_cuda_shm(reg));
     });
   }
-  ::grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(CallbackServerContext* ctx,
+  void CudaSharedMemoryUnregister(unary_context* ctx,
                                                          const pb::CudaSharedMemoryUnregisterRequest* q,
-                                                         pb::CudaSharedMemoryUnregisterResponse*) override {
+                                                         pb::CudaSharedMemoryUnregisterResponse*) {
     return now(ctx, api_category::shared_memory, [&] { return to_grpc(svc_.unregister_shm(region_kind::cuda, q->name())); });
   }
 
   // --- trace and log settings ------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* TraceSetting(CallbackServerContext* ctx, const pb::TraceSettingRequest* q,
-                                           pb::TraceSettingResponse* r) override {
+  void TraceSetting(unary_context* ctx, const pb::TraceSettingRequest* q,
+                                           pb::TraceSettingResponse* r) {
     return now(ctx, api_category::trace, [&] {
       v2::trace_settings result;
       const v2::trace_settings update = conv::trace_settings_from_proto(q->settings(), true);
@@ -201,8 +250,8 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       return ::grpc::Status::OK;
     });
   }
-  ::grpc::ServerUnaryReactor* LogSettings(CallbackServerContext* ctx, const pb::LogSettingsRequest* q,
-                                          pb::LogSettingsResponse* r) override {
+  void LogSettings(unary_context* ctx, const pb::LogSettingsRequest* q,
+                                          pb::LogSettingsResponse* r) {
     return now(ctx, api_category::logging, [&] {
       v2::log_settings update, current;
       if (auto st = conv::log_settings_from_proto(q->settings(), update)) return to_grpc(st);
@@ -214,42 +263,30 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
 
   // --- inference -------------------------------------------------------------------------------
 
-  ::grpc::ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const pb::ModelInferRequest* q,
-                                         pb::ModelInferResponse* r) override {
-    auto* reactor = ctx->DefaultReactor();
-    if (auto st = restricted(ctx, api_category::inference)) {
-      reactor->Finish(to_grpc(st));
-      return reactor;
-    }
+  void ModelInfer(unary_context* ctx, const pb::ModelInferRequest* q,
+                                         pb::ModelInferResponse* r) {
+    if (auto st = restricted(&ctx->context(), api_category::inference)) return ctx->finish(to_grpc(st));
     auto call = std::make_shared<infer_call>();
-    if (auto st = guarded([&] { return prepare(*q, *call, true); })) {
-      reactor->Finish(to_grpc(st));
-      return reactor;
-    }
+    if (auto st = guarded([&] { return prepare(*q, *call, true); })) return ctx->finish(to_grpc(st));
     // The message was read before this handler ran: both read stamps are its arrival.
     if (call->trace) {
       call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
       call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
     }
-    // `q` and `r` live until Finish; the decoded request may view q's bytes.
-    execute(call, ctx, nullptr, [this, reactor, call, r](status st) {
+    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes.
+    execute(call, &ctx->context(), nullptr, [this, ctx, call, r](status st) {
       if (!st) st = guarded([&] {
         conv::encode_infer_response(call->response, *r);
         return status{};
       });
       if (call->trace) call->trace->stamp_now("GRPC_SEND_START");
-      reactor->Finish(to_grpc(st));
+      // After finish() the call may be gone: the trace is the infer_call's.
+      ctx->finish(to_grpc(st));
       if (call->trace) {
         call->trace->stamp_now("GRPC_SEND_END");
         svc_.state().traces.finish(*call->trace);
       }
     });
-    return reactor;
-  }
-
-  ::grpc::ServerBidiReactor<pb::ModelInferRequest, pb::ModelStreamInferResponse>* ModelStreamInfer(
-      CallbackServerContext* ctx) override {
-    return new stream_reactor(*this, ctx);
   }
 
  private:
@@ -276,7 +313,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
 
   // --grpc-restricted-protocol: the header an RPC of a restricted category must carry.
-  status restricted(const CallbackServerContext* ctx, api_category c) const {
+  status restricted(const ::grpc::ServerContextBase* ctx, api_category c) const {
     const restriction* r = svc_.state().opts.grpc_restricted.find(c);
     if (!r) return {};
     const std::string header = "triton-grpc-protocol-" + r->key;
@@ -286,25 +323,18 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     return {errc::unavailable, "This protocol is restricted, expecting header '" + header + "'"};
   }
 
-  // A unary RPC whose work is short and never waits: done on the gRPC thread that received it.
+  // A unary RPC whose work is short and never waits: done on the queue's thread that received it.
   template <class F>
-  ::grpc::ServerUnaryReactor* now(CallbackServerContext* ctx, api_category c, F f) {
-    auto* reactor = ctx->DefaultReactor();
-    if (auto st = restricted(ctx, c)) reactor->Finish(to_grpc(st));
-    else reactor->Finish(guarded_grpc(f));
-    return reactor;
+  void now(unary_context* ctx, api_category c, F f) {
+    if (auto st = restricted(&ctx->context(), c)) ctx->finish(to_grpc(st));
+    else ctx->finish(guarded_grpc(f));
   }
   // A unary RPC that may take long (model load and unload): done on the execution pool, so no
-  // gRPC thread waits for it; the reply comes when it finished.
+  // queue thread waits for it; the reply comes when it finished.
   template <class F>
-  ::grpc::ServerUnaryReactor* later(CallbackServerContext* ctx, api_category c, F f) {
-    auto* reactor = ctx->DefaultReactor();
-    if (auto st = restricted(ctx, c)) {
-      reactor->Finish(to_grpc(st));
-      return reactor;
-    }
-    boost::asio::post(svc_.state().execution, [reactor, f = std::move(f)]() mutable { reactor->Finish(guarded_grpc(f)); });
-    return reactor;
+  void later(unary_context* ctx, api_category c, F f) {
+    if (auto st = restricted(&ctx->context(), c)) return ctx->finish(to_grpc(st));
+    boost::asio::post(svc_.state().execution, [ctx, f = std::move(f)]() mutable { ctx->finish(guarded_grpc(f)); });
   }
 
   // One ModelStreamInfer stream. Requests of a stream run one after the other, so responses
@@ -313,38 +343,87 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   // and are written one at a time. A client that does not read its responses stops the stream
   // from reading requests once `max_queued` responses wait, and a decoupled model that
   // produces faster than its client reads waits (on the execution pool) at that point too.
-  class stream_reactor final : public ::grpc::ServerBidiReactor<pb::ModelInferRequest, pb::ModelStreamInferResponse> {
+  //
+  // On the completion-queue API: every operation started (read, write, finish), the request
+  // running and the end-of-call notice each hold the object (`holds_`); it deletes itself when
+  // the last of them is over. Operations start through the gate, so none starts once the
+  // queues are shut down.
+ public:
+  class stream_call final : public rpc {
    public:
     static constexpr std::size_t max_queued = 16;
 
-    stream_reactor(inference_service& svc, CallbackServerContext* ctx) : svc_(svc), ctx_(ctx) {
-      if (auto it = ctx->client_metadata().find("triton_grpc_error"); it != ctx->client_metadata().end())
-        close_on_error_ = std::string_view(it->second.data(), it->second.size()) == "true";
-      // A restricted stream ends before any request is read.
-      if (auto st = svc_.restricted(ctx, api_category::inference)) {
-        Finish(to_grpc(st));
-        return;
-      }
-      StartRead(&request_);
+    static void listen(inference_service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
+      auto* c = new stream_call(svc, cq, std::move(gate));
+      c->ctx_.AsyncNotifyWhenDone(&c->over_ev_);
+      if (!c->gate_->start([&] { svc.RequestModelStreamInfer(&c->ctx_, &c->stream_, cq, cq, &c->arrived_ev_); }))
+        delete c;
     }
 
-    void OnReadDone(bool ok) override {
-      if (!ok) return finish(::grpc::Status::OK);  // the client closed its side, or went away
+    void on(int what, bool ok) override {
+      switch (what) {
+        case arrived: return on_arrived(ok);
+        case read: return on_read(ok);
+        case wrote: return on_wrote(ok);
+        case finished: return release();
+        case over: {
+          {
+            std::lock_guard lock(mu_);
+            broken_ = true;
+          }
+          room_.notify_all();
+          return release();
+        }
+      }
+    }
+
+   private:
+    enum : int { arrived, read, wrote, finished, over };
+
+    stream_call(inference_service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)
+        : svc_(svc), cq_(cq), gate_(std::move(gate)), stream_(&ctx_) {}
+
+    void on_arrived(bool ok) {
+      if (!ok) {  // the server is shutting down: no call, no other event
+        delete this;
+        return;
+      }
+      listen(svc_, cq_, gate_);
+      holds_.store(1, std::memory_order_relaxed);  // the end-of-call notice
+      if (auto it = ctx_.client_metadata().find("triton_grpc_error"); it != ctx_.client_metadata().end())
+        close_on_error_ = std::string_view(it->second.data(), it->second.size()) == "true";
+      // A restricted stream ends before any request is read.
+      if (auto st = svc_.restricted(&ctx_, api_category::inference)) return finish(to_grpc(st));
+      start_read();
+    }
+
+    void on_read(bool ok) {
+      if (!ok) {  // the client closed its side, or went away
+        finish(::grpc::Status::OK);
+        return release();
+      }
+      // The request runs with its own hold on the stream, released once it is answered.
       auto call = std::make_shared<infer_call>();
       status st = guarded([&] { return svc_.prepare(request_, *call); });
       empty_final_ = call->request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
-      if (st) return answered(*call, std::move(st));
+      if (st) {
+        answered(*call, std::move(st));
+        return release();
+      }
       if (call->trace) {
         call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
         call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
       }
       decoupled_ = call->model->config->decoupled;
       sink_ = [this](v2::infer_response&& resp) { return send(resp, false, true); };
-      svc_.execute(call, ctx_, decoupled_ ? &sink_ : nullptr,
-                   [this, call](status done) { answered(*call, std::move(done)); });
+      // The read's hold passes to the running request.
+      svc_.execute(call, &ctx_, decoupled_ ? &sink_ : nullptr, [this, call](status done) {
+        answered(*call, std::move(done));
+        release();
+      });
     }
 
-    void OnWriteDone(bool ok) override {
+    void on_wrote(bool ok) {
       const pb::ModelStreamInferResponse* next = nullptr;
       std::optional<::grpc::Status> final_status;
       bool resume_read = false;
@@ -367,23 +446,12 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
         }
       }
       room_.notify_all();
-      // gRPC calls are made outside the lock: a completion may run inline on this thread.
-      if (resume_read) StartRead(&request_);
-      if (next) StartWrite(next);
-      else if (final_status) Finish(*final_status);  // the last touch of this object
+      if (resume_read) start_read();
+      if (next) start_write(next);
+      else if (final_status) start_finish(*final_status);
+      release();
     }
 
-    void OnCancel() override {
-      {
-        std::lock_guard lock(mu_);
-        broken_ = true;
-      }
-      room_.notify_all();
-    }
-
-    void OnDone() override { delete this; }
-
-   private:
     // The request finished (or failed before running): its final response or its error, then
     // the next request.
     void answered(const infer_call& call, status st) {
@@ -425,7 +493,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
           return;
         }
       }
-      StartRead(&request_);
+      start_read();
     }
 
     bool send(const v2::infer_response& resp, bool final, bool wait) {
@@ -444,9 +512,9 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
       queue_.push_back(std::move(out));  // a deque keeps its elements in place
       if (writing_) return true;
       writing_ = true;
-      const auto* first = &queue_.front();  // only OnWriteDone of this write pops it
+      const auto* first = &queue_.front();  // only on_wrote of this write pops it
       lock.unlock();
-      StartWrite(first);
+      start_write(first);
       return true;
     }
 
@@ -459,11 +527,35 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
           return;
         }
       }
-      Finish(st);
+      start_finish(st);
+    }
+
+    // Each operation holds the stream until its completion comes back.
+    void start_read() {
+      hold();
+      if (!gate_->start([&] { stream_.Read(&request_, &read_ev_); })) release();
+    }
+    void start_write(const pb::ModelStreamInferResponse* m) {
+      hold();
+      if (!gate_->start([&] { stream_.Write(*m, &wrote_ev_); })) release();
+    }
+    void start_finish(const ::grpc::Status& st) {
+      hold();
+      if (!gate_->start([&] { stream_.Finish(st, &finished_ev_); })) release();
+    }
+    void hold() { holds_.fetch_add(1, std::memory_order_relaxed); }
+    void release() {
+      if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
     }
 
     inference_service& svc_;
-    CallbackServerContext* ctx_;
+    ::grpc::ServerCompletionQueue* cq_;
+    std::shared_ptr<queue_gate> gate_;
+    ::grpc::ServerContext ctx_;
+    ::grpc::ServerAsyncReaderWriter<pb::ModelStreamInferResponse, pb::ModelInferRequest> stream_;
+    event arrived_ev_{this, arrived}, read_ev_{this, read}, wrote_ev_{this, wrote}, finished_ev_{this, finished},
+        over_ev_{this, over};
+    std::atomic<int> holds_{0};
     pb::ModelInferRequest request_;
     response_sink sink_;
     bool close_on_error_ = false;
@@ -478,6 +570,8 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
     std::optional<::grpc::Status> pending_finish_;
   };
 
+ private:
+
   // Lookup, decoding, shared memory and validation (a failure after the lookup counts in the
   // model's statistics).
   status prepare(const pb::ModelInferRequest& q, infer_call& call, bool refuse_decoupled = false) {
@@ -491,7 +585,7 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   }
 
   // Runs the call through the service; `done` gets the result on whichever thread ran it.
-  void execute(const std::shared_ptr<infer_call>& call, CallbackServerContext* ctx, const response_sink* sink,
+  void execute(const std::shared_ptr<infer_call>& call, ::grpc::ServerContextBase* ctx, const response_sink* sink,
                std::function<void(status)> done) {
     svc_.infer(call, {sink, [ctx] { return ctx->IsCancelled(); }}, std::move(done));
   }
@@ -499,30 +593,148 @@ class inference_service final : public pb::GRPCInferenceService::CallbackService
   service svc_;
 };
 
-class health_service final : public ::grpc::health::v1::Health::CallbackService {
+class health_service final : public ::grpc::health::v1::Health::AsyncService {
  public:
   explicit health_service(server_state& s) : s_(s) {}
-  ::grpc::ServerUnaryReactor* Check(CallbackServerContext* ctx, const ::grpc::health::v1::HealthCheckRequest*,
-                                    ::grpc::health::v1::HealthCheckResponse* r) override {
+  void Check(unary_context* ctx, const ::grpc::health::v1::HealthCheckRequest*,
+             ::grpc::health::v1::HealthCheckResponse* r) {
     r->set_status(s_.ready() ? ::grpc::health::v1::HealthCheckResponse::SERVING
                              : ::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(::grpc::Status::OK);
-    return reactor;
+    ctx->finish(::grpc::Status::OK);
   }
 
  private:
   server_state& s_;
 };
 
+// One unary call of the method that `Ask` (the generated Request<Method>) asks for, handled by
+// `Handle` (the service's member function of the same name). When it arrives, the next call of
+// the method is asked for at once. `NotifyDone`: ask for gRPC's end-of-call notice, which
+// ServerContext::IsCancelled needs on this API (ModelInfer: a request whose client went away
+// while it queued is dropped); the call is then deleted after both the reply and the notice.
+template <class Service, class Req, class Resp, auto Ask, auto Handle, bool NotifyDone = false>
+class unary_call final : public rpc, public unary_context {
+ public:
+  static void listen(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
+    auto* c = new unary_call(svc, cq, std::move(gate));
+    if constexpr (NotifyDone) c->ctx_.AsyncNotifyWhenDone(&c->over_);
+    if (!c->gate_->start([&] { (svc.*Ask)(&c->ctx_, &c->request_, &c->writer_, cq, cq, &c->arrived_); })) delete c;
+  }
+
+  void on(int what, bool ok) override {
+    if (what == arrived) {
+      if (!ok) {  // the server is shutting down: no call, no other event
+        delete this;
+        return;
+      }
+      listen(svc_, cq_, gate_);
+      gate_->running.fetch_add(1, std::memory_order_relaxed);
+      (svc_.*Handle)(this, &request_, &response_);
+      return;
+    }
+    if (what == sent) sent_seen_ = true;
+    else over_seen_ = true;
+    if (sent_seen_ && (over_seen_ || !NotifyDone)) delete this;
+  }
+
+  ::grpc::ServerContext& context() override { return ctx_; }
+
+  void finish(const ::grpc::Status& st) override {
+    auto gate = gate_;  // `this` may be deleted as soon as the reply is sent
+    gate->start([&] {
+      if (st.ok()) writer_.Finish(response_, st, &sent_);
+      else writer_.FinishWithError(st, &sent_);
+    });
+    // (A reply that comes after the queues were shut down is not sent; the call is left to the
+    // process's end.)
+    gate->running.fetch_sub(1, std::memory_order_release);
+  }
+
+ private:
+  enum : int { arrived, sent, over };
+
+  unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)
+      : svc_(svc), cq_(cq), gate_(std::move(gate)), writer_(&ctx_) {}
+
+  Service& svc_;
+  ::grpc::ServerCompletionQueue* cq_;
+  std::shared_ptr<queue_gate> gate_;
+  ::grpc::ServerContext ctx_;
+  Req request_;
+  Resp response_;
+  ::grpc::ServerAsyncResponseWriter<Resp> writer_;
+  event arrived_{this, arrived}, sent_{this, sent}, over_{this, over};
+  bool sent_seen_ = false;
+  bool over_seen_ = false;
+};
+
+using gen = pb::GRPCInferenceService;
+namespace health_v1 = ::grpc::health::v1;
+
+#define INFERWIRE_UNARY(Method, ...)                                                                          \
+  unary_call<inference_service, pb::Method##Request, pb::Method##Response, &gen::AsyncService::Request##Method, \
+             &inference_service::Method __VA_OPT__(, ) __VA_ARGS__>
+
+// Asks for the next call of every method on `cq`: `ahead` calls of ModelInfer and streams, one of
+// the rest.
+void listen_all(inference_service& inference, health_service& health, ::grpc::ServerCompletionQueue* cq,
+                const std::shared_ptr<queue_gate>& gate, int ahead) {
+  for (int i = 0; i < ahead; ++i) {
+    INFERWIRE_UNARY(ModelInfer, true)::listen(inference, cq, gate);
+    inference_service::stream_call::listen(inference, cq, gate);
+  }
+  INFERWIRE_UNARY(ServerLive)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ServerReady)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ModelReady)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ServerMetadata)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ModelMetadata)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ModelConfig)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(ModelStatistics)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(RepositoryIndex)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(RepositoryModelLoad)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(RepositoryModelUnload)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(SystemSharedMemoryStatus)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(SystemSharedMemoryRegister)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(SystemSharedMemoryUnregister)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(CudaSharedMemoryStatus)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(CudaSharedMemoryRegister)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(CudaSharedMemoryUnregister)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(TraceSetting)::listen(inference, cq, gate);
+  INFERWIRE_UNARY(LogSettings)::listen(inference, cq, gate);
+  unary_call<health_service, health_v1::HealthCheckRequest, health_v1::HealthCheckResponse,
+             &health_v1::Health::AsyncService::RequestCheck, &health_service::Check>::listen(health, cq, gate);
+}
+
+#undef INFERWIRE_UNARY
+
 }  // namespace
 
 class grpc_frontend {
  public:
   explicit grpc_frontend(server_state& s) : inference(s), health(s) {}
+  ~grpc_frontend() { close_queues(); }
+
+  // Shuts the queues down (after the server: gRPC's order; no operation starts after this) and
+  // waits for their threads, which drain them; each call deletes itself on its last event.
+  void close_queues() {
+    {
+      std::lock_guard lock(gate->mu);
+      if (gate->closed) return;
+      gate->closed = true;
+    }
+    if (server) server->Shutdown(std::chrono::system_clock::now());  // at once if already done
+    for (auto& q : queues) q->Shutdown();
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  }
+
+  // Destroyed in reverse: the threads, the server, then its queues and the services.
   inference_service inference;
   health_service health;
+  std::vector<std::unique_ptr<::grpc::ServerCompletionQueue>> queues;
   std::unique_ptr<::grpc::Server> server;
+  std::vector<std::thread> threads;  ///< one per queue
+  std::shared_ptr<queue_gate> gate = std::make_shared<queue_gate>();
 };
 
 namespace {
@@ -594,10 +806,32 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
                                                      : GRPC_COMPRESS_LEVEL_HIGH);
   b.RegisterService(&f->inference);
   b.RegisterService(&f->health);
+  // One completion queue per thread, each thread the only one polling its queue. Few threads:
+  // every thread beyond the first is another poller, and gRPC then often reads a call on one
+  // thread and completes it on another's queue; on a 2-core machine two pollers doubled the CPU
+  // a small ModelInfer costs (docs/benchmarks.md). Inferences that do not run inline go to the
+  // execution pool, so a slow model never holds these threads.
+  const unsigned thread_count =
+      o.grpc_thread_count ? o.grpc_thread_count : std::max(1u, std::thread::hardware_concurrency() / 8);
+  for (unsigned i = 0; i < thread_count; ++i) f->queues.push_back(b.AddCompletionQueue());
   f->server = b.BuildAndStart();
   if (!f->server || bound_port == 0) {
     st = {errc::internal, "failed to start the gRPC frontend on " + host + ":" + std::to_string(port)};
+    f->close_queues();
     return nullptr;
+  }
+  // A few calls of the busy methods are asked for ahead on each queue, so that arriving calls
+  // never wait for one.
+  for (auto& q : f->queues) {
+    listen_all(f->inference, f->health, q.get(), f->gate, 8);
+    f->threads.emplace_back([cq = q.get()] {
+      void* tag = nullptr;
+      bool ok = false;
+      while (cq->Next(&tag, &ok)) {
+        auto* e = static_cast<event*>(tag);
+        e->target->on(e->what, ok);
+      }
+    });
   }
   return f;
 }
@@ -607,6 +841,12 @@ void stop_grpc(grpc_frontend& f) {
   // gRPC's shutdown waits for every call and connection until its deadline, idle ones included,
   // so what is left (idle streams, idle client connections) gets one second, then is cancelled.
   if (f.server) f.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // Unary calls still running on the execution pool get a little longer to send their reply
+  // (the queues' threads keep serving meanwhile), then the queues close.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (f.gate->running.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  f.close_queues();
 }
 
 }  // namespace inferwire::server

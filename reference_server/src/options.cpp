@@ -186,6 +186,8 @@ int parse_options(int argc, char** argv, options& o) {
        "with 413 (0: max(2 GiB, twice the largest body))")
       ("http-thread-count", number(&o.http_thread_count, "http-thread-count", 0u, 1024u),
        "HTTP I/O threads (0: one per core, at least 2)")
+      ("grpc-thread-count", number(&o.grpc_thread_count, "grpc-thread-count", 0u, 1024u),
+       "gRPC threads, each polling its own completion queue (0: one per 8 cores, at least 1)")
       ("execution-thread-count",
        number(&o.execution_thread_count, "execution-thread-count", 0u, 4096u),
        "model execution threads, separate from I/O (0: max(4, 2 per core))")
