@@ -341,6 +341,10 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
       if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
       auto handler = std::move(p->handler);
       auto data = std::move(p->call);
+      // The state goes after the handler: the handler (a composed operation's work guard, for
+      // one) may refer to the client's io_context, which the state owns. Released first, a
+      // client dropped as the handler completes would free the io_context under it.
+      auto keep = std::move(p->state);
       p.reset();
       std::move(handler)(ec, std::move(data));
     });
