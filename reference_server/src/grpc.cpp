@@ -28,6 +28,7 @@
 #include <sstream>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -58,15 +59,17 @@ constexpr std::size_t max_grpc_error_text = 2048;
 
 // What calls share with work still running elsewhere (the execution pool): whether operations
 // may still start on the queues, and how many unary calls are between arrival and reply.
+// Operations start under a shared lock (a write serialises its message meanwhile, so threads
+// must not wait on each other for that); closing takes it exclusively.
 struct queue_gate {
-  std::mutex mu;
+  std::shared_mutex mu;
   bool closed = false;
   std::atomic<int> running{0};
 
   /// Starts a gRPC operation unless the queues are shut down (then false, nothing started).
   template <class F>
   bool start(F&& op) {
-    std::lock_guard lock(mu);
+    std::shared_lock lock(mu);
     if (closed) return false;
     op();
     return true;
@@ -718,7 +721,7 @@ class grpc_frontend {
   // waits for their threads, which drain them; each call deletes itself on its last event.
   void close_queues() {
     {
-      std::lock_guard lock(gate->mu);
+      std::unique_lock lock(gate->mu);
       if (gate->closed) return;
       gate->closed = true;
     }
