@@ -276,7 +276,9 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
       call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
     }
-    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes.
+    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes. The
+    // request counts as in flight (a shutdown drains it) until its reply is on its way.
+    ++svc_.state().in_flight;
     execute(call, &ctx->context(), nullptr, [this, ctx, call, r](status st) {
       if (!st) st = guarded([&] {
         conv::encode_infer_response(call->response, *r);
@@ -285,6 +287,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       if (call->trace) call->trace->stamp_now("GRPC_SEND_START");
       // After finish() the call may be gone: the trace is the infer_call's.
       ctx->finish(to_grpc(st));
+      --svc_.state().in_flight;
       if (call->trace) {
         call->trace->stamp_now("GRPC_SEND_END");
         svc_.state().traces.finish(*call->trace);
@@ -419,9 +422,13 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       }
       decoupled_ = call->model->config->decoupled;
       sink_ = [this](v2::infer_response&& resp) { return send(resp, false, true); };
-      // The read's hold passes to the running request.
+      // The read's hold passes to the running request, which counts as in flight (a shutdown
+      // drains it) until its responses are queued.
+      ++svc_.svc_.state().in_flight;
       svc_.execute(call, &ctx_, decoupled_ ? &sink_ : nullptr, [this, call](status done) {
+        auto& in_flight = svc_.svc_.state().in_flight;
         answered(*call, std::move(done));
+        --in_flight;
         release();
       });
     }

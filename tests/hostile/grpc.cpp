@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -220,4 +221,94 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
   // Streams that ended give back whatever they held.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(threads_of(pid) < base_threads + 32);
+}
+
+// Shutdown with work everywhere: unary calls of a slow model (one instance, 1.5 s each, so they
+// queue), a stream whose slow request is queued too, idle streams. The server drains every
+// request it accepted (about 4.5 s here), ends the idle streams, and exits cleanly and in time;
+// no client is left hanging.
+TEST_CASE("hostile: SIGTERM with gRPC calls running, a stream mid-request and idle streams", "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models").string(), "--model-repository",
+                    (source / "tests/integration/models").string(), "--model-control-mode=explicit",
+                    "--load-model", "simple", "--load-model", "identity_slow", "--allow-grpc=true", "--grpc-port=0",
+                    "--strict-readiness=false"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  pb::ModelInferRequest slow;
+  slow.set_model_name("identity_slow");
+  {
+    auto* in = slow.add_inputs();
+    in->set_name("INPUT0");
+    in->set_datatype("INT32");
+    in->add_shape(4);
+    const std::int32_t v[4] = {1, 2, 3, 4};
+    slow.add_raw_input_contents(std::string(reinterpret_cast<const char*>(v), sizeof v));
+  }
+  const auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(20); };
+
+  // Two unary calls of the slow model, on their own connections.
+  std::vector<grpc::StatusCode> unary(2, grpc::StatusCode::UNKNOWN);
+  std::vector<std::thread> callers;
+  for (std::size_t i = 0; i < unary.size(); ++i)
+    callers.emplace_back([&, i] {
+      auto stub = make_stub(s.grpc_port());
+      grpc::ClientContext ctx;
+      ctx.set_deadline(deadline());
+      pb::ModelInferResponse r;
+      unary[i] = stub->ModelInfer(&ctx, slow, &r).error_code();
+    });
+  // Two idle streams (one inference each, then open) and one whose slow request runs.
+  auto stub = make_stub(s.grpc_port());
+  struct open_stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
+  };
+  std::vector<std::unique_ptr<open_stream>> streams;
+  for (int i = 0; i < 3; ++i) {
+    auto os = std::make_unique<open_stream>();
+    os->ctx.set_deadline(deadline());
+    os->rw = stub->ModelStreamInfer(&os->ctx);
+    REQUIRE(os->rw->Write(i < 2 ? simple_request() : slow));
+    if (i < 2) {
+      pb::ModelStreamInferResponse r;
+      REQUIRE(os->rw->Read(&r));
+      CHECK(r.error_message().empty());
+    }
+    streams.push_back(std::move(os));
+  }
+  // Wait until the server holds the slow requests (one runs, the others wait for the instance).
+  const auto pending = [&] {
+    const std::string m = request(s.metrics_port(), "GET", "/metrics").body;
+    const std::string key = "nv_inference_pending_request_count{model=\"identity_slow\"";
+    const auto at = m.find(key);
+    if (at == std::string::npos) return 0;
+    const auto end = m.find('\n', at);
+    return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
+  };
+  for (int i = 0; i < 500 && pending() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(pending() >= 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(s.stop() == 0);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took < std::chrono::seconds(10));
+
+  for (auto& t : callers) t.join();
+  for (auto code : unary) {
+    INFO("unary status " << code);
+    CHECK(code == grpc::StatusCode::OK);  // drained
+  }
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    auto& os = streams[i];
+    os->rw->WritesDone();
+    pb::ModelStreamInferResponse r;
+    int responses = 0;
+    while (os->rw->Read(&r)) ++responses;
+    const auto st = os->rw->Finish();
+    INFO("stream " << i << " status " << st.error_code() << " " << st.error_message());
+    CHECK(st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+    if (i == 2) CHECK(responses == 1);  // its request was drained and answered
+  }
 }
