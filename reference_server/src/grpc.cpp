@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// gRPC frontend on gRPC's callback (asynchronous) server: every RPC of
+// gRPC frontend on gRPC's completion-queue (asynchronous) server: every RPC of
 // inference.GRPCInferenceService and grpc.health.v1.Health. No thread belongs to a call or a
-// stream: short RPCs are answered on the gRPC thread that received them, model load and unload
-// and queued inferences run on the execution pool and finish their call from there. Requests
-// are decoded into the same v2 value types as HTTP and run through the same inference path.
+// stream: short RPCs are answered on the queue's thread that received them, model load and
+// unload and queued inferences run on the execution pool and finish their call from there.
+// Requests are decoded into the same v2 value types as HTTP and run through the same inference
+// path.
 #include "grpc.hpp"
 
 #include "service.hpp"
