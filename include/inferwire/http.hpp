@@ -5,6 +5,7 @@
 
 #include <inferwire/v2.hpp>
 #include <inferwire/http/client.hpp>
+#include <inferwire/http/tls_client.hpp>
 #include <inferwire/http/compression.hpp>
 #include <inferwire/http/error.hpp>
 

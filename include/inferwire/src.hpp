@@ -19,6 +19,7 @@
 #endif
 
 #include <inferwire/http/client.hpp>
+#include <inferwire/http/tls_client.hpp>
 
 #include <inferwire/v2/impl/json.hpp>
 #include <inferwire/v2/impl/binary.hpp>
@@ -28,31 +29,8 @@
 
 namespace inferwire::http {
 
-template class basic_client<boost::beast::tcp_stream>;
-template class basic_client<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
-
-// The blocking forms, once per stream and result type (the exchange itself is a member of
-// the class, instantiated above).
-#define INFERWIRE_HTTP_INSTANTIATE(S, T)                                                         \
-  template T basic_client<S>::run<T>(detail::prepared_call<T>);                                  \
-  template T basic_client<S>::run<T>(detail::prepared_call<T>, error_code&);
-#define INFERWIRE_HTTP_INSTANTIATE_ALL(S)                                                        \
-  INFERWIRE_HTTP_INSTANTIATE(S, bool)                                                            \
-  INFERWIRE_HTTP_INSTANTIATE(S, void)                                                            \
-  INFERWIRE_HTTP_INSTANTIATE(S, v2::server_metadata)                                             \
-  INFERWIRE_HTTP_INSTANTIATE(S, v2::model_metadata)                                              \
-  INFERWIRE_HTTP_INSTANTIATE(S, boost::json::value)                                              \
-  INFERWIRE_HTTP_INSTANTIATE(S, infer_result)                                                    \
-  INFERWIRE_HTTP_INSTANTIATE(S, v2::statistics_response)                                         \
-  INFERWIRE_HTTP_INSTANTIATE(S, std::vector<v2::repository_index_entry>)                         \
-  INFERWIRE_HTTP_INSTANTIATE(S, std::vector<v2::system_shm_status>)                              \
-  INFERWIRE_HTTP_INSTANTIATE(S, std::vector<v2::cuda_shm_status>)                                \
-  INFERWIRE_HTTP_INSTANTIATE(S, v2::trace_settings)                                              \
-  INFERWIRE_HTTP_INSTANTIATE(S, v2::log_settings)
-INFERWIRE_HTTP_INSTANTIATE_ALL(boost::beast::tcp_stream)
-INFERWIRE_HTTP_INSTANTIATE_ALL(boost::beast::ssl_stream<boost::beast::tcp_stream>)
-#undef INFERWIRE_HTTP_INSTANTIATE_ALL
-#undef INFERWIRE_HTTP_INSTANTIATE
+template class basic_client<net::ip::tcp::socket>;
+template class basic_client<net::ssl::stream<net::ip::tcp::socket>>;
 
 }  // namespace inferwire::http
 

@@ -2,6 +2,7 @@
 // The HTTP client SDK against the real inferwire-server (and against small scripted servers
 // for the failure cases a real server does not produce on demand).
 #include <inferwire/http/client.hpp>
+#include <inferwire/http/tls_client.hpp>
 
 #include "common.hpp"
 

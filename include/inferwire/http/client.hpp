@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/http/client.hpp
 //
-// The KServe v2 / Triton HTTP client: every endpoint, over plain TCP or TLS, blocking or
-// asynchronous, on the caller's io_context.
+// The KServe v2 / Triton HTTP client: every endpoint, blocking or asynchronous, on the
+// caller's io_context. Plain TCP here; HTTPS (`tls_client`) in <inferwire/http/tls_client.hpp>.
 //
 //   net::io_context ioc;
 //   inferwire::http::client c(ioc.get_executor(), "localhost", "8000");
@@ -27,7 +27,7 @@
 //
 // Timeouts and cancellation. `timeout` (client-wide or per call) is a deadline for the whole
 // call: waiting for a connection, connecting, the TLS handshake, sending and receiving. It
-// fails the call with beast::error::timeout. Asynchronous calls honour Asio's per-operation
+// fails the call with boost::beast::error::timeout. Asynchronous calls honour Asio's per-operation
 // cancellation (terminal): bind a cancellation slot to the token
 // (`net::bind_cancellation_slot(signal.slot(), token)`) and emit; the call then completes with
 // net::error::operation_aborted. A timed-out or cancelled call's connection is closed.
@@ -57,9 +57,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ssl/context.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/json/value.hpp>
 
 #include <chrono>
@@ -71,6 +69,10 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace inferwire::http {
 
@@ -132,10 +134,20 @@ class infer_result : public v2::infer_result_base {
 namespace detail {
 template <class Stream>
 struct client_state;
+/// What the client needs of a transport: `tls`, `emplace(optional<Stream>&, executor, ssl
+/// context*)`, `lowest(Stream&)` (the TCP socket) and, for TLS, `prepare` and
+/// `async_handshake`. Plain TCP below; TLS in <inferwire/http/tls_client.hpp>.
 template <class Stream>
-struct is_tls_stream : std::false_type {};
-template <class Next>
-struct is_tls_stream<boost::beast::ssl_stream<Next>> : std::true_type {};
+struct transport;
+template <>
+struct transport<net::ip::tcp::socket> {
+  static constexpr bool tls = false;
+  static void emplace(std::optional<net::ip::tcp::socket>& s, const net::any_io_executor& ex,
+                      net::ssl::context*) {
+    s.emplace(ex);
+  }
+  static net::ip::tcp::socket& lowest(net::ip::tcp::socket& s) noexcept { return s; }
+};
 struct call_data;
 /// Deletes a call_data where it is complete (so prepared calls move through translation units
 /// that only declare it).
@@ -160,28 +172,29 @@ template <class Stream, class T>
 struct call_op;
 }  // namespace detail
 
-/// A client of one server over `Stream`: boost::beast::tcp_stream (plain HTTP) or
-/// boost::beast::ssl_stream<boost::beast::tcp_stream> (HTTPS).
+/// A client of one server over `Stream`: net::ip::tcp::socket (plain HTTP, `client`) or
+/// net::ssl::stream<net::ip::tcp::socket> (HTTPS, `tls_client`, from
+/// <inferwire/http/tls_client.hpp>).
 template <class Stream>
 class basic_client {
  public:
   using executor_type = net::any_io_executor;
   using stream_type = Stream;
-  static constexpr bool is_tls = detail::is_tls_stream<Stream>::value;
+  static constexpr bool is_tls = detail::transport<Stream>::tls;
 
   /// A client whose calls run on `ex`.
   basic_client(executor_type ex, std::string host, std::string port, client_options opts = {})
-    requires(!is_tls);
+    requires(!detail::transport<Stream>::tls);
   /// A blocking client with a private io_context, run on the calling thread during calls.
   basic_client(std::string host, std::string port, client_options opts = {})
-    requires(!is_tls);
+    requires(!detail::transport<Stream>::tls);
   /// TLS: the same, with the SSL context used for every connection (it must outlive the client).
   basic_client(executor_type ex, net::ssl::context& ssl, std::string host, std::string port,
                client_options opts = {})
-    requires(is_tls);
+    requires(detail::transport<Stream>::tls);
   basic_client(net::ssl::context& ssl, std::string host, std::string port,
                client_options opts = {})
-    requires(is_tls);
+    requires(detail::transport<Stream>::tls);
 
   basic_client(const basic_client&) = delete;
   basic_client& operator=(const basic_client&) = delete;
@@ -353,19 +366,31 @@ class basic_client {
   /// token runs this one operation, so it is compiled once per stream type.
   static void exchange(std::shared_ptr<state_type> state, detail::call_ptr call,
                        net::any_completion_handler<void(error_code, detail::reply)> handler);
+  /// The blocking forms: the exchange run to its end (on this thread for a client with a
+  /// private io_context), then the reply parsed here; one function for every result type.
+  detail::reply exchange_blocking(detail::call_ptr call, error_code& ec);
   template <class T>
-  T run(prepared<T> call);
+  T run(prepared<T> call, error_code& ec) {
+    detail::reply r = exchange_blocking(std::move(call.data), ec);
+    if constexpr (std::is_void_v<T>) {
+      if (!ec) call.parse(r, ec);
+    } else {
+      if (ec) return T{};
+      return call.parse(r, ec);
+    }
+  }
   template <class T>
-  T run(prepared<T> call, error_code& ec);
+  T run(prepared<T> call) {
+    return v2::detail::throwing<error_code>(
+        [&](error_code& ec) { return run(std::move(call), ec); }, &throw_if);
+  }
 
   std::unique_ptr<net::io_context> own_ioc_;  // blocking clients only
   std::shared_ptr<state_type> state_;
 };
 
-/// Plain HTTP.
-using client = basic_client<boost::beast::tcp_stream>;
-/// HTTPS through OpenSSL.
-using tls_client = basic_client<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
+/// Plain HTTP. (HTTPS: `tls_client`, in <inferwire/http/tls_client.hpp>.)
+using client = basic_client<net::ip::tcp::socket>;
 
 }  // namespace inferwire::http
 

@@ -7,14 +7,16 @@
 #include <boost/asio/coroutine.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 #include <boost/json/value_to.hpp>
@@ -22,7 +24,9 @@
 #include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/rfc/pchars.hpp>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -138,16 +142,98 @@ INFERWIRE_DECL infer_result parse_infer(reply& r, error_code& ec) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The reply: Beast's HTTP/1.1 parser, keeping the status, the two header fields the client
+// reads and the body (no field map, no message object).
+
+class reply_reader final : public bhttp::basic_parser<false> {
+ public:
+  explicit reply_reader(std::size_t body_limit) : limit_(body_limit) {
+    this->body_limit(body_limit);
+    this->eager(true);
+  }
+  reply& get() noexcept { return reply_; }
+  std::string_view content_coding() const noexcept { return coding_; }
+  bool bad_header_length() const noexcept { return bad_length_; }
+
+ private:
+  // A declared body is reserved up to this much; a larger one grows as it arrives.
+  static constexpr std::uint64_t reserve_cap = std::uint64_t{64} << 20;
+
+  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
+                       error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, error_code&) override {
+    reply_.status = static_cast<unsigned>(code);
+  }
+  void on_field_impl(bhttp::field name, beast::string_view name_string, beast::string_view value,
+                     error_code&) override {
+    std::string_view v(value.data(), value.size());
+    if (name == bhttp::field::content_encoding) {
+      if (!seen_coding_) coding_ = v;
+      seen_coding_ = true;
+    } else if (!seen_length_ && beast::iequals(name_string, v2::header_length_field)) {
+      seen_length_ = true;
+      status st;
+      reply_.header_length = v2::parse_content_length(v, st);
+      bad_length_ = static_cast<bool>(st);
+    }
+  }
+  void on_header_impl(error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) reply_.body.reserve(static_cast<std::size_t>(std::min(*length, reserve_cap)));
+  }
+  std::size_t on_body_impl(beast::string_view body, error_code& ec) override {
+    return append(body, ec);
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body,
+                                 error_code& ec) override {
+    return append(body, ec);
+  }
+  void on_finish_impl(error_code&) override {}
+
+  std::size_t append(beast::string_view body, error_code& ec) {
+    if (body.size() > limit_ - reply_.body.size()) {
+      ec = bhttp::error::body_limit;
+      return 0;
+    }
+    reply_.body.append(body.data(), body.size());
+    return body.size();
+  }
+
+  reply reply_;
+  std::string coding_;
+  std::size_t limit_;
+  bool seen_coding_ = false;
+  bool seen_length_ = false;
+  bool bad_length_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Connections and the pool.
 
 template <class Stream>
 struct connection {
   std::optional<Stream> stream;  // recreated for every new TCP connection (TLS needs it)
-  beast::flat_buffer buffer;
-  std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+  beast::flat_buffer buffer;     // bytes read and not yet parsed
+  std::optional<reply_reader> parser;
   bool open = false;
-  bool deadline_armed = false;  // the stream's timers hold a deadline of an earlier call
+  // The deadline of the call holding the connection: when the timer expires it closes the
+  // socket, which ends the operation in progress. `mutex` orders that close against the
+  // call starting an operation; a wait of an earlier call (older generation) does nothing.
+  std::optional<net::steady_timer> timer;
+  std::mutex mutex;
+  std::uint64_t generation = 0;
+  bool timed_out = false;
 };
+
+template <class Stream>
+void close_socket(connection<Stream>& c) {
+  if (!c.stream) return;
+  error_code ignored;
+  auto& socket = transport<Stream>::lowest(*c.stream);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
 
 template <class Stream>
 struct waiter {
@@ -215,20 +301,33 @@ struct client_state {
   }
 
   static void close(connection<Stream>& c) {
-    if (c.stream) {
-      error_code ignored;
-      beast::get_lowest_layer(*c.stream).socket().shutdown(tcp::socket::shutdown_both, ignored);
-      beast::get_lowest_layer(*c.stream).socket().close(ignored);
-    }
+    close_socket(c);
     c.open = false;
     c.buffer.clear();
   }
 
   void new_stream(connection<Stream>& c) {
-    if constexpr (is_tls_stream<Stream>::value) c.stream.emplace(executor, *ssl);
-    else c.stream.emplace(executor);
+    transport<Stream>::emplace(c.stream, executor, ssl);
     c.buffer.clear();
-    c.deadline_armed = false;
+  }
+};
+
+// Closes a connection whose deadline passed, unless the call has moved on (a newer generation)
+// or the client is gone.
+template <class Stream>
+struct deadline_expiry {
+  std::weak_ptr<client_state<Stream>> state;
+  connection<Stream>* conn;
+  std::uint64_t generation;
+
+  void operator()(error_code ec) const {
+    if (ec) return;
+    auto alive = state.lock();
+    if (!alive) return;
+    std::lock_guard lock(conn->mutex);
+    if (conn->generation != generation) return;
+    conn->timed_out = true;
+    close_socket(*conn);
   }
 };
 
@@ -264,7 +363,7 @@ class exchange_op {
   }
 
   template <class Self>
-  void operator()(Self& self, error_code ec = {}, std::size_t = 0) {
+  void operator()(Self& self, error_code ec = {}, std::size_t n = 0) {
     auto& st = *state_;
     BOOST_ASIO_CORO_REENTER(coro_) {
       if (call_->error) {
@@ -303,13 +402,16 @@ class exchange_op {
         wait_.reset();
         if (!conn_) return finish(self, ec);
       }
+      arm_deadline();
 
       for (;;) {
         // 2. Connect (and shake hands) when the connection is not open.
         reused_ = conn_->open;
         if (!conn_->open) {
-          st.new_stream(*conn_);
-          set_expiry();
+          {
+            auto lock = io_lock();
+            st.new_stream(*conn_);
+          }
           {
             std::lock_guard lock(st.mutex);
             if (st.endpoints) endpoints_ = *st.endpoints;
@@ -324,7 +426,9 @@ class exchange_op {
           }
           BOOST_ASIO_CORO_YIELD {
             auto endpoints = endpoints_;  // the member moves away with `self`
-            beast::get_lowest_layer(*conn_->stream).async_connect(endpoints, std::move(self));
+            auto lock = io_lock();
+            net::async_connect(transport<Stream>::lowest(*conn_->stream), endpoints,
+                               std::move(self));
           }
           if (ec) {
             {
@@ -335,31 +439,58 @@ class exchange_op {
           }
           {
             error_code ignored;
-            beast::get_lowest_layer(*conn_->stream).socket().set_option(tcp::no_delay(true),
-                                                                        ignored);
+            transport<Stream>::lowest(*conn_->stream).set_option(tcp::no_delay(true), ignored);
           }
-          if (is_tls_stream<Stream>::value) {
+          if (transport<Stream>::tls) {
             if (auto e = prepare_tls(); e) return fail(self, e);
-            BOOST_ASIO_CORO_YIELD handshake(std::move(self));
+            BOOST_ASIO_CORO_YIELD {
+              auto lock = io_lock();
+              handshake(std::move(self));
+            }
             if (ec) return fail(self, ec);
           }
           conn_->open = true;
         }
 
-        // 3. Send, then read the reply.
-        set_expiry();
-        BOOST_ASIO_CORO_YIELD net::async_write(*conn_->stream, call_->buffers, std::move(self));
+        // 3. Send, then read until the parser has the whole reply.
+        BOOST_ASIO_CORO_YIELD {
+          auto lock = io_lock();
+          net::async_write(*conn_->stream, call_->buffers, std::move(self));
+        }
         if (!ec) {
-          conn_->parser.emplace();
-          conn_->parser->body_limit(st.options.max_response_size);
-          BOOST_ASIO_CORO_YIELD bhttp::async_read(*conn_->stream, conn_->buffer,
-                                                  *conn_->parser, std::move(self));
+          conn_->parser.emplace(st.options.max_response_size);
+          for (;;) {
+            if (conn_->buffer.size() != 0) {
+              auto used = conn_->parser->put(conn_->buffer.data(), ec);
+              conn_->buffer.consume(used);
+              if (ec == bhttp::error::need_more) ec = {};
+              if (ec || conn_->parser->is_done()) break;
+              if (used != 0 && conn_->buffer.size() != 0) continue;
+            }
+            BOOST_ASIO_CORO_YIELD {
+              auto lock = io_lock();
+              conn_->stream->async_read_some(conn_->buffer.prepare(read_size()),
+                                             std::move(self));
+            }
+            conn_->buffer.commit(n);
+            if (ec == net::error::eof) {
+              // The server closed: the end of a reply without a length, or a stale connection.
+              if (!conn_->parser->got_some()) {
+                ec = bhttp::error::end_of_stream;
+              } else {
+                ec = {};
+                conn_->parser->put_eof(ec);
+              }
+              break;
+            }
+            if (ec) break;
+          }
         }
         if (!ec) break;
-        if (reused_ && !retried_ && stale_connection_error(ec) &&
+        if (reused_ && !retried_ && !conn_->timed_out && stale_connection_error(ec) &&
             !(conn_->parser && conn_->parser->got_some())) {
           retried_ = true;  // the server closed the idle connection: once more, afresh
-          client_state<Stream>::close(*conn_);
+          close_conn();
           continue;
         }
         return fail(self, ec);
@@ -367,28 +498,20 @@ class exchange_op {
 
       // 4. Hand the connection back and decode the reply.
       {
-        auto& msg = conn_->parser->get();
-        reply r;
-        r.status = msg.result_int();
-        if (auto it = msg.find(v2::header_length_field); it != msg.end()) {
-          status hs;
-          r.header_length = v2::parse_content_length(it->value(), hs);
-          if (hs) return fail(self, client_errc::bad_response);
-        }
-        std::string_view coding;
-        if (auto it = msg.find(bhttp::field::content_encoding); it != msg.end())
-          coding = it->value();
-        bool keep = conn_->parser->keep_alive();
-        r.body = std::move(msg.body());
-        conn_->parser.reset();
+        auto& parser = *conn_->parser;
+        if (parser.bad_header_length()) return fail(self, client_errc::bad_response);
+        bool keep = parser.keep_alive();
+        reply r = std::move(parser.get());
+        auto coding = parser.content_coding();
         if (!coding.empty() && coding != "identity") {
           std::string plain;
-          if (decompress(r.body, st.options.max_response_size, plain))
+          if (http::decompress(r.body, st.options.max_response_size, plain))
             return fail(self, client_errc::bad_response);
           r.body = std::move(plain);
         }
-        if (!keep) client_state<Stream>::close(*conn_);
-        reset_expiry();
+        conn_->parser.reset();
+        disarm_deadline();
+        if (!keep) close_conn();
         st.release(std::exchange(conn_, nullptr));
         return finish(self, {}, std::move(r));
       }
@@ -396,52 +519,63 @@ class exchange_op {
   }
 
  private:
-  // Coding of a compressed reply: the body is decompressed here, the decoder sees plain bytes.
-  static bool decompress(std::string_view body, std::size_t limit, std::string& out) {
-    return static_cast<bool>(http::decompress(body, limit, out));
+  // Bytes to ask of the next read: what the reply still lacks when its length is known.
+  std::size_t read_size() const {
+    constexpr std::size_t least = 4096, most = std::size_t{1} << 20;
+    if (!conn_->parser->is_header_done()) return std::size_t{64} << 10;
+    if (auto left = conn_->parser->content_length_remaining())
+      return static_cast<std::size_t>(std::clamp<std::uint64_t>(*left, least, most));
+    return std::size_t{64} << 10;
   }
 
+  // TLS only (SNI and host-name check, then the handshake).
   error_code prepare_tls() {
-    if constexpr (is_tls_stream<Stream>::value) {
-      auto& st = *state_;
-      if (!SSL_set_tlsext_host_name(conn_->stream->native_handle(), st.host.c_str()))
-        return error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category());
-      if (st.options.verify_host_name)
-        conn_->stream->set_verify_callback(net::ssl::host_name_verification(st.host));
-    }
+    if constexpr (transport<Stream>::tls)
+      return transport<Stream>::prepare(*conn_->stream, state_->host,
+                                        state_->options.verify_host_name);
     return {};
   }
   template <class Self>
   void handshake(Self&& self) {
-    if constexpr (is_tls_stream<Stream>::value)
-      conn_->stream->async_handshake(net::ssl::stream_base::client, std::move(self));
+    if constexpr (transport<Stream>::tls)
+      transport<Stream>::async_handshake(*conn_->stream, std::move(self));
   }
 
-  // The stream's timers are touched only for calls with a deadline (and once after them):
-  // arming and disarming timers costs more than the rest of a small call.
-  void set_expiry() {
-    auto& lowest = beast::get_lowest_layer(*conn_->stream);
-    if (deadline_ != clock::time_point::max()) {
-      lowest.expires_at(deadline_);
-      conn_->deadline_armed = true;
-    } else if (conn_->deadline_armed) {
-      lowest.expires_never();
-      conn_->deadline_armed = false;
-    }
+  // Calls with a deadline only: the timer costs more than the rest of a small call.
+  void arm_deadline() {
+    if (deadline_ == clock::time_point::max()) return;
+    auto& c = *conn_;
+    if (!c.timer) c.timer.emplace(state_->executor);
+    std::lock_guard lock(c.mutex);
+    c.timed_out = false;
+    c.timer->expires_at(deadline_);
+    c.timer->async_wait(deadline_expiry<Stream>{state_, &c, ++c.generation});
+    armed_ = true;
   }
-  void reset_expiry() {
-    if (conn_ && conn_->stream && conn_->deadline_armed) {
-      beast::get_lowest_layer(*conn_->stream).expires_never();
-      conn_->deadline_armed = false;
-    }
+  void disarm_deadline() {
+    if (!armed_) return;
+    armed_ = false;
+    std::lock_guard lock(conn_->mutex);
+    ++conn_->generation;
+    conn_->timer->cancel();
+  }
+  // Held while an operation starts on the connection, when a deadline may close it.
+  std::unique_lock<std::mutex> io_lock() {
+    if (!armed_) return {};
+    return std::unique_lock(conn_->mutex);
+  }
+  void close_conn() {
+    auto lock = io_lock();
+    client_state<Stream>::close(*conn_);
   }
 
   template <class Self>
   void fail(Self& self, error_code ec) {
     if (conn_) {
-      client_state<Stream>::close(*conn_);
+      if (conn_->timed_out) ec = beast::error::timeout;
+      close_conn();
       conn_->parser.reset();
-      reset_expiry();
+      disarm_deadline();
       state_->release(std::exchange(conn_, nullptr));
     }
     finish(self, ec);
@@ -459,6 +593,7 @@ class exchange_op {
   std::unique_ptr<waiter<Stream>> wait_;
   tcp::resolver::results_type endpoints_;
   clock::time_point deadline_ = clock::time_point::max();
+  bool armed_ = false;
   bool reused_ = false;
   bool retried_ = false;
   net::coroutine coro_;
@@ -594,13 +729,13 @@ std::shared_ptr<client_state<Stream>> make_state(net::any_io_executor ex, net::s
 template <class Stream>
 basic_client<Stream>::basic_client(executor_type ex, std::string host, std::string port,
                                    client_options opts)
-  requires(!is_tls)
+  requires(!detail::transport<Stream>::tls)
     : state_(detail::make_state<Stream>(std::move(ex), nullptr, std::move(host), std::move(port),
                                         std::move(opts))) {}
 
 template <class Stream>
 basic_client<Stream>::basic_client(std::string host, std::string port, client_options opts)
-  requires(!is_tls)
+  requires(!detail::transport<Stream>::tls)
     : own_ioc_(std::make_unique<net::io_context>()),
       state_(detail::make_state<Stream>(own_ioc_->get_executor(), nullptr, std::move(host),
                                         std::move(port), std::move(opts))) {
@@ -610,14 +745,14 @@ basic_client<Stream>::basic_client(std::string host, std::string port, client_op
 template <class Stream>
 basic_client<Stream>::basic_client(executor_type ex, net::ssl::context& ssl, std::string host,
                                    std::string port, client_options opts)
-  requires(is_tls)
+  requires(detail::transport<Stream>::tls)
     : state_(detail::make_state<Stream>(std::move(ex), &ssl, std::move(host), std::move(port),
                                         std::move(opts))) {}
 
 template <class Stream>
 basic_client<Stream>::basic_client(net::ssl::context& ssl, std::string host, std::string port,
                                    client_options opts)
-  requires(is_tls)
+  requires(detail::transport<Stream>::tls)
     : own_ioc_(std::make_unique<net::io_context>()),
       state_(detail::make_state<Stream>(own_ioc_->get_executor(), &ssl, std::move(host),
                                         std::move(port), std::move(opts))) {
@@ -695,48 +830,49 @@ void basic_client<Stream>::exchange(
 }
 
 namespace detail {
-template <class T>
-struct sync_slot {
+// A blocking call's completion: the reply handed to the waiting caller.
+struct blocking_wait {
+  std::mutex& mutex;
+  std::condition_variable& cv;
   error_code ec;
-  std::optional<T> value;
+  reply r;
+  bool done = false;
 };
-template <>
-struct sync_slot<void> {
-  error_code ec;
+struct blocking_handler {
+  blocking_wait* wait;
+  void operator()(error_code ec, reply r) const {
+    std::lock_guard lock(wait->mutex);
+    wait->ec = ec;
+    wait->r = std::move(r);
+    wait->done = true;
+    wait->cv.notify_all();
+  }
 };
 }  // namespace detail
 
 template <class Stream>
-template <class T>
-T basic_client<Stream>::run(prepared<T> call, error_code& ec) {
+detail::reply basic_client<Stream>::exchange_blocking(detail::call_ptr call, error_code& ec) {
   auto& st = *state_;
-  detail::sync_slot<T> slot;
-  bool done = false;
-  auto on_done = [&](error_code e, auto&&... v) {
-    std::lock_guard lock(st.drive_mutex);
-    slot.ec = e;
-    if constexpr (!std::is_void_v<T>) slot.value.emplace(std::move(v)...);
-    done = true;
-    st.drive_cv.notify_all();
-  };
+  detail::blocking_wait wait{st.drive_mutex, st.drive_cv, {}, {}, false};
+  net::any_completion_handler<void(error_code, detail::reply)> handler(
+      detail::blocking_handler{&wait});
 
   if (!st.own_ioc) {
     // The executor is run by the caller's threads; this thread must not be one of them.
     if (st.executor.template target<net::io_context::executor_type>() &&
         st.executor.template target<net::io_context::executor_type>()->running_in_this_thread()) {
       ec = client_errc::sync_on_own_executor;
-      if constexpr (!std::is_void_v<T>) return T{};
-      else return;
+      return {};
     }
-    start<T>(std::move(call), on_done);
+    exchange(state_, std::move(call), std::move(handler));
     std::unique_lock lock(st.drive_mutex);
-    st.drive_cv.wait(lock, [&] { return done; });
+    st.drive_cv.wait(lock, [&] { return wait.done; });
   } else {
     // Leader/follower over the private io_context: whoever runs it completes everyone's calls.
     auto guard = net::make_work_guard(*st.own_ioc);
-    start<T>(std::move(call), on_done);
+    exchange(state_, std::move(call), std::move(handler));
     std::unique_lock lock(st.drive_mutex);
-    while (!done) {
+    while (!wait.done) {
       if (st.leading) {
         st.drive_cv.wait(lock);
         continue;
@@ -750,14 +886,8 @@ T basic_client<Stream>::run(prepared<T> call, error_code& ec) {
       st.drive_cv.notify_all();
     }
   }
-  ec = slot.ec;
-  if constexpr (!std::is_void_v<T>) return std::move(*slot.value);
-}
-
-template <class Stream>
-template <class T>
-T basic_client<Stream>::run(prepared<T> call) {
-  return v2::detail::throwing<error_code>([&](error_code& ec) { return run(std::move(call), ec); }, &throw_if);
+  ec = wait.ec;
+  return std::move(wait.r);
 }
 
 // ---------------------------------------------------------------------------------------------
