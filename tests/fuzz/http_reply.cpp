@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// libFuzzer target: what a server sends the HTTP client. The first byte chooses how the rest is
+// cut into reads (1 to 256 bytes each); the bytes go through the client's reply reader (Beast's
+// HTTP/1.1 parser keeping the status, Content-Encoding, Inference-Header-Content-Length and the
+// body, with a 1 MiB body limit) as the client feeds it, then a complete reply is decompressed
+// when it says so and decoded as an infer response, as the client does.
+#include <inferwire/http/client.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#if !INFERWIRE_HEADER_ONLY
+#error "the fuzz target compiles the client's bodies (header-only mode)"
+#endif
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  namespace detail = inferwire::http::detail;
+  if (size < 1) return 0;
+  const std::size_t piece = std::size_t{data[0]} + 1;
+  const char* bytes = reinterpret_cast<const char*>(data + 1);
+  const std::size_t n = size - 1;
+  constexpr std::size_t limit = std::size_t{1} << 20;
+
+  detail::reply_reader parser(limit);
+  std::string buffer;  // read and not yet parsed, as the connection's buffer
+  boost::system::error_code ec;
+  std::size_t fed = 0;
+  while (!parser.is_done()) {
+    if (!buffer.empty()) {
+      auto used = parser.put(boost::asio::buffer(buffer), ec);
+      buffer.erase(0, used);
+      if (ec == boost::beast::http::error::need_more) ec = {};
+      if (ec || parser.is_done()) break;
+      if (used != 0 && !buffer.empty()) continue;
+    }
+    if (fed == n) {  // the server closed
+      if (parser.got_some()) parser.put_eof(ec);
+      break;
+    }
+    const std::size_t take = std::min(piece, n - fed);
+    buffer.append(bytes + fed, take);
+    fed += take;
+  }
+  if (ec || !parser.is_done() || parser.bad_header_length()) return 0;
+
+  (void)parser.keep_alive();
+  detail::reply r = std::move(parser.get());
+  if (auto coding = parser.content_coding(); !coding.empty() && coding != "identity") {
+    std::string plain;
+    if (inferwire::http::decompress(r.body, limit, plain)) return 0;
+    r.body = std::move(plain);
+  }
+  (void)detail::parse_infer(r, ec);
+  return 0;
+}
