@@ -17,11 +17,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 using namespace iwtest;
@@ -588,6 +590,51 @@ TEST_CASE("client: a server that closes mid-reply, and transparent reconnect", "
     v2::infer_request q;
     c.infer("m", q, ec);
     CHECK(ec == ih::client_errc::bad_response);
+  }
+  SECTION("chunked, close-delimited, trickled and oversized replies") {
+    static const std::string body = R"({"name":"triton","version":"1","extensions":[]})";
+    scripted_server fake(4, [](tcp::socket& s, int i) {
+      net::streambuf buf;
+      if (!scripted_server::read_request(s, buf)) return;
+      std::string reply;
+      if (i == 0) {  // chunked, in two chunks
+        auto half = body.size() / 2;
+        auto chunk = [](std::string_view part) {
+          std::ostringstream o;
+          o << std::hex << part.size() << "\r\n" << part << "\r\n";
+          return o.str();
+        };
+        reply = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                chunk(std::string_view(body).substr(0, half)) +
+                chunk(std::string_view(body).substr(half)) + "0\r\n\r\n";
+        net::write(s, net::buffer(reply));
+      } else if (i == 1) {  // no length: the body ends when the server closes
+        reply = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body;
+        net::write(s, net::buffer(reply));
+        s.shutdown(tcp::socket::shutdown_send);
+      } else if (i == 2) {  // one byte per write
+        reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                "\r\n\r\n" + body;
+        for (char ch : reply) {
+          net::write(s, net::buffer(&ch, 1));
+          std::this_thread::sleep_for(200us);
+        }
+      } else {  // a body over the client's limit
+        reply = "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n" + std::string(4096, 'x');
+        boost::system::error_code ignored;
+        net::write(s, net::buffer(reply), ignored);
+      }
+    });
+    ih::client_options o;
+    o.max_response_size = 1024;
+    ih::client c("127.0.0.1", fake.port(), o);
+    CHECK(c.server_metadata().name == "triton");
+    CHECK(c.server_metadata().name == "triton");
+    CHECK(c.open_connections() == 0);  // closed with the close-delimited reply
+    CHECK(c.server_metadata().name == "triton");
+    ih::error_code ec;
+    c.server_metadata(ec);
+    CHECK(ec == boost::beast::http::error::body_limit);
   }
 }
 

@@ -511,7 +511,9 @@ class exchange_op {
         }
         conn_->parser.reset();
         disarm_deadline();
-        if (!keep) close_conn();
+        // A deadline that expired after the last byte arrived has closed the socket: the
+        // reply stands, the connection does not.
+        if (!keep || conn_->timed_out) close_conn();
         st.release(std::exchange(conn_, nullptr));
         return finish(self, {}, std::move(r));
       }
