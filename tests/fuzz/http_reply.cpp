@@ -2,13 +2,15 @@
 // libFuzzer target: what a server sends the HTTP client. The first byte chooses how the rest is
 // cut into reads (1 to 256 bytes each); the bytes go through the client's reply reader (Beast's
 // HTTP/1.1 parser keeping the status, Content-Encoding, Inference-Header-Content-Length and the
-// body, with a 1 MiB body limit) as the client feeds it, then a complete reply is decompressed
-// when it says so and decoded as an infer response, as the client does.
+// body, with a 1 MiB body limit) by the same parse_some/parse_eof the client's reads use; a
+// complete reply is then decompressed when it says so and decoded as an infer response, as the
+// client does.
 #include <inferwire/http/client.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #if !INFERWIRE_HEADER_ONLY
@@ -24,23 +26,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   constexpr std::size_t limit = std::size_t{1} << 20;
 
   detail::reply_reader parser(limit);
-  std::string buffer;  // read and not yet parsed, as the connection's buffer
+  boost::beast::flat_buffer buffer;  // read and not yet parsed, as the connection's buffer
   boost::system::error_code ec;
   std::size_t fed = 0;
-  while (!parser.is_done()) {
-    if (!buffer.empty()) {
-      auto used = parser.put(boost::asio::buffer(buffer), ec);
-      buffer.erase(0, used);
-      if (ec == boost::beast::http::error::need_more) ec = {};
-      if (ec || parser.is_done()) break;
-      if (used != 0 && !buffer.empty()) continue;
-    }
+  while (detail::parse_some(parser, buffer, ec)) {
     if (fed == n) {  // the server closed
-      if (parser.got_some()) parser.put_eof(ec);
+      detail::parse_eof(parser, ec);
       break;
     }
     const std::size_t take = std::min(piece, n - fed);
-    buffer.append(bytes + fed, take);
+    std::memcpy(buffer.prepare(take).data(), bytes + fed, take);
+    buffer.commit(take);
     fed += take;
   }
   if (ec || !parser.is_done() || parser.bad_header_length()) return 0;

@@ -27,8 +27,8 @@
 //
 // Timeouts and cancellation. `timeout` (client-wide or per call) is a deadline for the whole
 // call: waiting for a connection, connecting, the TLS handshake, sending and receiving. It
-// fails the call with boost::beast::error::timeout. Asynchronous calls honour Asio's per-operation
-// cancellation (terminal): bind a cancellation slot to the token
+// fails the call with boost::beast::error::timeout. Asynchronous calls honour Asio's
+// per-operation cancellation (terminal): bind a cancellation slot to the token
 // (`net::bind_cancellation_slot(signal.slot(), token)`) and emit; the call then completes with
 // net::error::operation_aborted. A timed-out or cancelled call's connection is closed.
 //
@@ -58,6 +58,7 @@
 #include <boost/asio/compose.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>  // beast::error::timeout, the deadline's error
 #include <boost/json/value.hpp>
 
 #include <chrono>

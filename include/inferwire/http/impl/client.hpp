@@ -4,10 +4,10 @@
 #define INFERWIRE_HTTP_IMPL_CLIENT_HPP
 
 #include <boost/asio/compose.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/coroutine.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -207,6 +207,32 @@ class reply_reader final : public bhttp::basic_parser<false> {
   bool seen_length_ = false;
   bool bad_length_ = false;
 };
+
+// Parses what `buffer` holds (the parsed bytes leave it). True when the reply needs more
+// bytes: read some, then call again. False when the reply is complete or `ec` is set. (After
+// `need_more` the parser must next see more bytes than before, so it is never called twice on
+// the same input.)
+INFERWIRE_DECL bool parse_some(reply_reader& parser, beast::flat_buffer& buffer, error_code& ec) {
+  if (buffer.size() == 0) return true;
+  auto used = parser.put(buffer.data(), ec);
+  buffer.consume(used);
+  if (ec == bhttp::error::need_more) {
+    ec = {};
+    return true;
+  }
+  return !ec && !parser.is_done();  // eager: not done means every byte was taken
+}
+
+// The server closed the connection: the end of a reply without a length, or, before any byte
+// of it, a connection that was already closed (end_of_stream).
+INFERWIRE_DECL void parse_eof(reply_reader& parser, error_code& ec) {
+  ec = {};
+  if (!parser.got_some()) {
+    ec = bhttp::error::end_of_stream;
+    return;
+  }
+  parser.put_eof(ec);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Connections and the pool.
@@ -459,14 +485,7 @@ class exchange_op {
         }
         if (!ec) {
           conn_->parser.emplace(st.options.max_response_size);
-          for (;;) {
-            if (conn_->buffer.size() != 0) {
-              auto used = conn_->parser->put(conn_->buffer.data(), ec);
-              conn_->buffer.consume(used);
-              if (ec == bhttp::error::need_more) ec = {};
-              if (ec || conn_->parser->is_done()) break;
-              if (used != 0 && conn_->buffer.size() != 0) continue;
-            }
+          while (parse_some(*conn_->parser, conn_->buffer, ec)) {
             BOOST_ASIO_CORO_YIELD {
               auto lock = io_lock();
               conn_->stream->async_read_some(conn_->buffer.prepare(read_size()),
@@ -474,13 +493,7 @@ class exchange_op {
             }
             conn_->buffer.commit(n);
             if (ec == net::error::eof) {
-              // The server closed: the end of a reply without a length, or a stale connection.
-              if (!conn_->parser->got_some()) {
-                ec = bhttp::error::end_of_stream;
-              } else {
-                ec = {};
-                conn_->parser->put_eof(ec);
-              }
+              parse_eof(*conn_->parser, ec);
               break;
             }
             if (ec) break;
