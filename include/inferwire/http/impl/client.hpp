@@ -25,6 +25,7 @@
 #include <boost/url/rfc/pchars.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -249,7 +250,7 @@ struct connection {
   std::optional<net::steady_timer> timer;
   std::mutex mutex;
   std::uint64_t generation = 0;
-  bool timed_out = false;
+  std::atomic<bool> timed_out = false;  // set by the timer; read by the call
 };
 
 template <class Stream>
@@ -536,11 +537,13 @@ class exchange_op {
  private:
   // Bytes to ask of the next read: what the reply still lacks when its length is known.
   std::size_t read_size() const {
-    constexpr std::size_t least = 4096, most = std::size_t{1} << 20;
-    if (!conn_->parser->is_header_done()) return std::size_t{64} << 10;
-    if (auto left = conn_->parser->content_length_remaining())
-      return static_cast<std::size_t>(std::clamp<std::uint64_t>(*left, least, most));
-    return std::size_t{64} << 10;
+    constexpr std::size_t unknown = std::size_t{64} << 10, least = 4096,
+                          most = std::size_t{1} << 20;
+    auto& parser = *conn_->parser;
+    if (parser.is_header_done())
+      if (auto left = parser.content_length_remaining())
+        return static_cast<std::size_t>(std::clamp<std::uint64_t>(*left, least, most));
+    return unknown;
   }
 
   // TLS only (SNI and host-name check, then the handshake).
@@ -587,10 +590,10 @@ class exchange_op {
   template <class Self>
   void fail(Self& self, error_code ec) {
     if (conn_) {
+      disarm_deadline();  // from here on the timer leaves the connection alone
       if (conn_->timed_out) ec = beast::error::timeout;
       close_conn();
       conn_->parser.reset();
-      disarm_deadline();
       state_->release(std::exchange(conn_, nullptr));
     }
     finish(self, ec);
