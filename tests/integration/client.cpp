@@ -524,6 +524,73 @@ TEST_CASE("client: timeouts and cancellation", "[client]") {
   CHECK_FALSE(results[1]);
 }
 
+TEST_CASE("client: blocking calls share the pool, keep deadlines and send large bodies",
+          "[client]") {
+  std::vector<std::int32_t> x{1, 2, 3};
+  v2::infer_request slow;
+  slow.inputs.push_back(v2::make_input("INPUT0", x, {3}));
+  ih::client_options one;
+  one.max_connections = 1;
+
+  SECTION("a call waiting for the only connection times out, or gets it once free") {
+    auto c = blocking_client(shared_server(), one);
+    std::thread busy([&] {
+      auto r = c.infer("identity_slow", slow);
+      CHECK(r.as<std::int32_t>("OUTPUT0")[2] == 3);
+    });
+    std::this_thread::sleep_for(300ms);  // the slow call holds the connection
+    ih::call_options brief;
+    brief.timeout = 100ms;
+    ih::error_code ec;
+    auto t0 = std::chrono::steady_clock::now();
+    c.server_live(ec, brief);
+    CHECK(ec == boost::beast::error::timeout);
+    CHECK(std::chrono::steady_clock::now() - t0 < 1000ms);
+    CHECK(c.server_live());  // waits for the slow call, then takes its connection
+    busy.join();
+    CHECK(c.open_connections() == 1);
+  }
+  SECTION("close() wakes a blocking call waiting for a connection") {
+    auto c = blocking_client(shared_server(), one);
+    std::thread busy([&] {
+      ih::error_code ignored;
+      c.infer("identity_slow", slow, ignored);
+    });
+    std::this_thread::sleep_for(300ms);
+    std::thread closer([&] {
+      std::this_thread::sleep_for(100ms);
+      c.close();
+    });
+    ih::error_code ec;
+    c.server_live(ec);
+    CHECK(ec == ih::client_errc::client_closed);
+    closer.join();
+    busy.join();
+  }
+  SECTION("a 16 MiB body goes out in pieces and comes back whole") {
+    std::vector<float> big(std::size_t{4} << 20);
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000);
+    v2::infer_request q;
+    q.inputs.push_back(
+        v2::make_input("INPUT0", big, {static_cast<std::int64_t>(big.size())}));
+    auto c = blocking_client();
+    auto r = c.infer("identity_fp32", q);
+    auto out = r.as<float>("OUTPUT0");
+    REQUIRE(out.size() == big.size());
+    CHECK(std::equal(out.begin(), out.end(), big.begin()));
+  }
+  SECTION("a refused connection fails at once") {
+    net::io_context ioc;
+    tcp::acceptor probe(ioc, tcp::endpoint(net::ip::address_v4::loopback(), 0));
+    auto port = std::to_string(probe.local_endpoint().port());
+    probe.close();  // nothing listens there now
+    ih::client c("127.0.0.1", port);
+    ih::error_code ec;
+    c.server_live(ec);
+    CHECK(ec == net::error::connection_refused);
+  }
+}
+
 TEST_CASE("client: a server that closes mid-reply, and transparent reconnect", "[client]") {
   SECTION("closing mid-reply is an error, and the next call reconnects") {
     scripted_server fake(2, [](tcp::socket& s, int i) {

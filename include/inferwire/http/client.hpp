@@ -16,8 +16,9 @@
 //   // deferred, ...):
 //   c.async_infer("simple", request, [](http::error_code ec, http::infer_result r) { ... });
 //
-// A client built without an executor owns a private io_context and runs it on the calling
-// thread inside each blocking call (no thread of its own); use that form for blocking programs.
+// A client built without an executor owns a private io_context and starts no thread; use that
+// form for blocking programs. Blocking calls over plain HTTP do their I/O on the calling thread
+// (poll(2) bounded by the deadline); over TLS they run the asynchronous exchange and wait.
 //
 // Connections. The client keeps up to `client_options::max_connections` keep-alive connections
 // and reconnects transparently: a call that finds its reused connection closed by the server
@@ -186,7 +187,8 @@ class basic_client {
   /// A client whose calls run on `ex`.
   basic_client(executor_type ex, std::string host, std::string port, client_options opts = {})
     requires(!detail::transport<Stream>::tls);
-  /// A blocking client with a private io_context, run on the calling thread during calls.
+  /// A blocking client with a private io_context (for its sockets; TLS calls run it on the
+  /// calling thread).
   basic_client(std::string host, std::string port, client_options opts = {})
     requires(!detail::transport<Stream>::tls);
   /// TLS: the same, with the SSL context used for every connection (it must outlive the client).
@@ -367,8 +369,9 @@ class basic_client {
   /// token runs this one operation, so it is compiled once per stream type.
   static void exchange(std::shared_ptr<state_type> state, detail::call_ptr call,
                        net::any_completion_handler<void(error_code, detail::reply)> handler);
-  /// The blocking forms: the exchange run to its end (on this thread for a client with a
-  /// private io_context), then the reply parsed here; one function for every result type.
+  /// The blocking forms: plain HTTP does the exchange's steps with blocking I/O on this
+  /// thread; TLS runs the asynchronous exchange and waits. Then the reply is parsed here; one
+  /// function for every result type.
   detail::reply exchange_blocking(detail::call_ptr call, error_code& ec);
   template <class T>
   T run(prepared<T> call, error_code& ec) {

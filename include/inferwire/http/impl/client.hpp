@@ -24,8 +24,14 @@
 #include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/rfc/pchars.hpp>
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -262,12 +268,31 @@ void close_socket(connection<Stream>& c) {
   socket.close(ignored);
 }
 
+// A call waiting for a pooled connection. `wake` runs under client_state::mutex once
+// `handed` or `closed` is set.
 template <class Stream>
 struct waiter {
-  explicit waiter(const net::any_io_executor& ex) : timer(ex) {}
-  net::steady_timer timer;
   connection<Stream>* handed = nullptr;
   bool closed = false;
+  virtual void wake() = 0;
+
+ protected:
+  ~waiter() = default;
+};
+
+// An asynchronous call's wait: a timer that expires at the deadline or when woken.
+template <class Stream>
+struct timer_waiter final : waiter<Stream> {
+  explicit timer_waiter(const net::any_io_executor& ex) : timer(ex) {}
+  net::steady_timer timer;
+  void wake() override { timer.expires_at(clock::time_point::min()); }  // even before it waits
+};
+
+// A blocking call's wait.
+template <class Stream>
+struct blocking_waiter final : waiter<Stream> {
+  std::condition_variable cv;
+  void wake() override { cv.notify_one(); }
 };
 
 template <class Stream>
@@ -310,7 +335,7 @@ struct client_state {
       auto* w = waiters.front();
       waiters.pop_front();
       w->handed = c;
-      w->timer.expires_at(clock::time_point::min());  // wakes it, even before it waits
+      w->wake();
       return;
     }
     idle.push_back(c);
@@ -321,7 +346,7 @@ struct client_state {
     for (auto* c : idle) close(*c);
     for (auto* w : waiters) {
       w->closed = true;
-      w->timer.expires_at(clock::time_point::min());
+      w->wake();
     }
     waiters.clear();
     endpoints.reset();
@@ -366,6 +391,40 @@ INFERWIRE_DECL bool stale_connection_error(const error_code& ec) {
          ec == net::error::connection_aborted;
 }
 
+// A failed exchange on a reused connection is sent once more, on a new connection, when the
+// server had closed the connection before any byte of the reply (and not the deadline).
+INFERWIRE_DECL bool send_again(bool reused, bool retried, bool timed_out, const error_code& ec,
+                               const std::optional<reply_reader>& parser) {
+  return reused && !retried && !timed_out && stale_connection_error(ec) &&
+         !(parser && parser->got_some());
+}
+
+// Bytes to ask of the next read: what the reply still lacks when its length is known.
+INFERWIRE_DECL std::size_t read_size(const reply_reader& parser) {
+  constexpr std::size_t unknown = std::size_t{64} << 10, least = 4096,
+                        most = std::size_t{1} << 20;
+  if (parser.is_header_done())
+    if (auto left = parser.content_length_remaining())
+      return static_cast<std::size_t>(std::clamp<std::uint64_t>(*left, least, most));
+  return unknown;
+}
+
+// The complete reply the parser holds, its body decoded (Content-Encoding); `keep` says
+// whether the connection may carry another call.
+INFERWIRE_DECL error_code take_reply(reply_reader& parser, std::size_t limit, reply& out,
+                                     bool& keep) {
+  if (parser.bad_header_length()) return client_errc::bad_response;
+  keep = parser.keep_alive();
+  out = std::move(parser.get());
+  auto coding = parser.content_coding();
+  if (!coding.empty() && coding != "identity") {
+    std::string plain;
+    if (http::decompress(out.body, limit, plain)) return client_errc::bad_response;
+    out.body = std::move(plain);
+  }
+  return {};
+}
+
 // ---------------------------------------------------------------------------------------------
 // The exchange of one call: a connection, the request out, the reply in.
 
@@ -405,7 +464,7 @@ class exchange_op {
         std::unique_lock lock(st.mutex);
         conn_ = st.try_acquire();
         if (!conn_) {
-          wait_ = std::make_unique<waiter<Stream>>(st.executor);
+          wait_ = std::make_unique<timer_waiter<Stream>>(st.executor);
           wait_->timer.expires_at(deadline_);
           st.waiters.push_back(wait_.get());
         }
@@ -489,7 +548,7 @@ class exchange_op {
           while (parse_some(*conn_->parser, conn_->buffer, ec)) {
             BOOST_ASIO_CORO_YIELD {
               auto lock = io_lock();
-              conn_->stream->async_read_some(conn_->buffer.prepare(read_size()),
+              conn_->stream->async_read_some(conn_->buffer.prepare(read_size(*conn_->parser)),
                                              std::move(self));
             }
             conn_->buffer.commit(n);
@@ -501,8 +560,7 @@ class exchange_op {
           }
         }
         if (!ec) break;
-        if (reused_ && !retried_ && !conn_->timed_out && stale_connection_error(ec) &&
-            !(conn_->parser && conn_->parser->got_some())) {
+        if (send_again(reused_, retried_, conn_->timed_out, ec, conn_->parser)) {
           retried_ = true;  // the server closed the idle connection: once more, afresh
           close_conn();
           continue;
@@ -512,17 +570,10 @@ class exchange_op {
 
       // 4. Hand the connection back and decode the reply.
       {
-        auto& parser = *conn_->parser;
-        if (parser.bad_header_length()) return fail(self, client_errc::bad_response);
-        bool keep = parser.keep_alive();
-        reply r = std::move(parser.get());
-        auto coding = parser.content_coding();
-        if (!coding.empty() && coding != "identity") {
-          std::string plain;
-          if (http::decompress(r.body, st.options.max_response_size, plain))
-            return fail(self, client_errc::bad_response);
-          r.body = std::move(plain);
-        }
+        reply r;
+        bool keep = false;
+        if (auto e = take_reply(*conn_->parser, st.options.max_response_size, r, keep); e)
+          return fail(self, e);
         conn_->parser.reset();
         disarm_deadline();
         // A deadline that expired after the last byte arrived has closed the socket: the
@@ -535,17 +586,6 @@ class exchange_op {
   }
 
  private:
-  // Bytes to ask of the next read: what the reply still lacks when its length is known.
-  std::size_t read_size() const {
-    constexpr std::size_t unknown = std::size_t{64} << 10, least = 4096,
-                          most = std::size_t{1} << 20;
-    auto& parser = *conn_->parser;
-    if (parser.is_header_done())
-      if (auto left = parser.content_length_remaining())
-        return static_cast<std::size_t>(std::clamp<std::uint64_t>(*left, least, most));
-    return unknown;
-  }
-
   // TLS only (SNI and host-name check, then the handshake).
   error_code prepare_tls() {
     if constexpr (transport<Stream>::tls)
@@ -608,7 +648,7 @@ class exchange_op {
   std::shared_ptr<client_state<Stream>> state_;
   call_ptr call_;
   connection<Stream>* conn_ = nullptr;
-  std::unique_ptr<waiter<Stream>> wait_;
+  std::unique_ptr<timer_waiter<Stream>> wait_;
   tcp::resolver::results_type endpoints_;
   clock::time_point deadline_ = clock::time_point::max();
   bool armed_ = false;
@@ -616,6 +656,210 @@ class exchange_op {
   bool retried_ = false;
   net::coroutine coro_;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The blocking exchange over plain TCP: the calling thread does the socket I/O itself (each
+// call on its own pooled connection, no io_context run, no hand-off between threads), with
+// poll(2) bounding every wait by the call's deadline. The steps and the pool are the
+// asynchronous exchange's; name resolution is getaddrinfo's and not bounded by the deadline.
+
+class blocking_io {
+ public:
+  explicit blocking_io(clock::time_point deadline) : deadline_(deadline) {}
+
+  // Waits until `fd` is ready for `events`: timeout when the deadline passes first.
+  error_code wait(int fd, short events) const {
+    for (;;) {
+      int ms = -1;
+      if (deadline_ != clock::time_point::max()) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - clock::now());
+        if (left.count() <= 0) return beast::error::timeout;
+        ms = static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30));
+      }
+      ::pollfd p{fd, events, 0};
+      int r = ::poll(&p, 1, ms);
+      if (r > 0) return {};
+      if (r == 0) return beast::error::timeout;
+      if (errno != EINTR) return last_error();
+    }
+  }
+
+  // Connects `socket` (opened here, non-blocking) to `to`.
+  error_code connect(tcp::socket& socket, const tcp::endpoint& to) const {
+    error_code ec;
+    socket.open(to.protocol(), ec);
+    if (!ec) socket.non_blocking(true, ec);
+    if (ec) return ec;
+    int fd = socket.native_handle();
+    if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) == 0) return {};
+    if (errno != EINPROGRESS && errno != EINTR) return last_error();
+    if (auto e = wait(fd, POLLOUT); e) return e;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return last_error();
+    return err ? error_code(err, net::error::get_system_category()) : error_code{};
+  }
+
+  // Sends every byte of `buffers`.
+  error_code send(int fd, const std::vector<net::const_buffer>& buffers) const {
+    constexpr std::size_t batch = 64;
+    std::size_t next = 0, offset = 0;  // the first buffer not fully sent, and how much of it is
+    while (next < buffers.size()) {
+      std::array<::iovec, batch> iov{};
+      std::size_t k = 0;
+      for (std::size_t i = next; i < buffers.size() && k < batch; ++i, ++k) {
+        std::size_t skip = i == next ? offset : 0;
+        iov[k].iov_base = const_cast<char*>(static_cast<const char*>(buffers[i].data()) + skip);
+        iov[k].iov_len = buffers[i].size() - skip;
+      }
+      ::msghdr m{};
+      m.msg_iov = iov.data();
+      m.msg_iovlen = k;
+      auto n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return last_error();
+        if (auto e = wait(fd, POLLOUT); e) return e;
+        continue;
+      }
+      auto sent = static_cast<std::size_t>(n);
+      while (next < buffers.size() && sent >= buffers[next].size() - offset) {
+        sent -= buffers[next].size() - offset;
+        ++next;
+        offset = 0;
+      }
+      offset += sent;
+    }
+    return {};
+  }
+
+  // Reads until `parser` has a whole reply (or an error).
+  error_code receive(int fd, reply_reader& parser, beast::flat_buffer& buffer) const {
+    error_code ec;
+    while (parse_some(parser, buffer, ec)) {
+      auto space = buffer.prepare(read_size(parser));
+      auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        buffer.commit(static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        parse_eof(parser, ec);
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return last_error();
+      if (auto e = wait(fd, POLLIN); e) return e;
+    }
+    return ec;
+  }
+
+  clock::time_point deadline() const noexcept { return deadline_; }
+
+ private:
+  static error_code last_error() { return {errno, net::error::get_system_category()}; }
+  clock::time_point deadline_;
+};
+
+template <class Stream>
+reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& ec) {
+  static_assert(!transport<Stream>::tls);
+  ec = call.error;
+  if (ec) return {};
+  auto deadline = clock::time_point::max();
+  if (auto t = call.timeout.value_or(st.options.timeout); t.count() > 0)
+    deadline = clock::now() + t;
+  blocking_io io(deadline);
+
+  // 1. A connection from the pool, or a turn in the queue.
+  connection<Stream>* conn = nullptr;
+  {
+    std::unique_lock lock(st.mutex);
+    conn = st.try_acquire();
+    if (!conn) {
+      blocking_waiter<Stream> w;
+      st.waiters.push_back(&w);
+      auto woken = [&] { return w.handed || w.closed; };
+      if (deadline == clock::time_point::max())
+        w.cv.wait(lock, woken);
+      else
+        w.cv.wait_until(lock, deadline, woken);
+      conn = w.handed;
+      if (!conn) {
+        std::erase(st.waiters, &w);
+        ec = w.closed ? error_code(client_errc::client_closed) : error_code(beast::error::timeout);
+        return {};
+      }
+    }
+  }
+  auto fail = [&](error_code e) {
+    client_state<Stream>::close(*conn);
+    conn->parser.reset();
+    st.release(conn);
+    ec = e;
+    return reply{};
+  };
+
+  bool retried = false;
+  for (;;) {
+    // 2. Connect when the connection is not open.
+    bool reused = conn->open;
+    if (!conn->open) {
+      tcp::resolver::results_type endpoints;
+      {
+        std::lock_guard lock(st.mutex);
+        if (st.endpoints) endpoints = *st.endpoints;
+      }
+      if (endpoints.empty()) {
+        tcp::resolver resolver(st.executor);
+        endpoints = resolver.resolve(st.host, st.port, ec);
+        if (ec) return fail(ec);
+        std::lock_guard lock(st.mutex);
+        st.endpoints = endpoints;
+      }
+      error_code e = net::error::host_not_found;
+      for (const auto& entry : endpoints) {
+        st.new_stream(*conn);
+        e = io.connect(transport<Stream>::lowest(*conn->stream), entry.endpoint());
+        if (!e || e == beast::error::timeout) break;
+        client_state<Stream>::close(*conn);
+      }
+      if (e) {
+        std::lock_guard lock(st.mutex);
+        st.endpoints.reset();  // resolve again next time
+      }
+      if (e) return fail(e);
+      error_code ignored;
+      transport<Stream>::lowest(*conn->stream).set_option(tcp::no_delay(true), ignored);
+      conn->open = true;
+    }
+
+    // 3. Send, then read until the parser has the whole reply.
+    int fd = transport<Stream>::lowest(*conn->stream).native_handle();
+    error_code e = io.send(fd, call.buffers);
+    if (!e) {
+      conn->parser.emplace(st.options.max_response_size);
+      e = io.receive(fd, *conn->parser, conn->buffer);
+    }
+    if (!e) break;
+    if (send_again(reused, retried, false, e, conn->parser)) {
+      retried = true;  // the server closed the idle connection: once more, afresh
+      client_state<Stream>::close(*conn);
+      continue;
+    }
+    return fail(e);
+  }
+
+  // 4. Hand the connection back and decode the reply.
+  reply r;
+  bool keep = false;
+  if (auto e = take_reply(*conn->parser, st.options.max_response_size, r, keep); e)
+    return fail(e);
+  conn->parser.reset();
+  if (!keep) client_state<Stream>::close(*conn);
+  st.release(conn);
+  return r;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Building requests.
@@ -871,41 +1115,47 @@ struct blocking_handler {
 template <class Stream>
 detail::reply basic_client<Stream>::exchange_blocking(detail::call_ptr call, error_code& ec) {
   auto& st = *state_;
-  detail::blocking_wait wait{st.drive_mutex, st.drive_cv, {}, {}, false};
-  net::any_completion_handler<void(error_code, detail::reply)> handler(
-      detail::blocking_handler{&wait});
-
-  if (!st.own_ioc) {
-    // The executor is run by the caller's threads; this thread must not be one of them.
-    if (st.executor.template target<net::io_context::executor_type>() &&
-        st.executor.template target<net::io_context::executor_type>()->running_in_this_thread()) {
-      ec = client_errc::sync_on_own_executor;
-      return {};
-    }
-    exchange(state_, std::move(call), std::move(handler));
-    std::unique_lock lock(st.drive_mutex);
-    st.drive_cv.wait(lock, [&] { return wait.done; });
-  } else {
-    // Leader/follower over the private io_context: whoever runs it completes everyone's calls.
-    auto guard = net::make_work_guard(*st.own_ioc);
-    exchange(state_, std::move(call), std::move(handler));
-    std::unique_lock lock(st.drive_mutex);
-    while (!wait.done) {
-      if (st.leading) {
-        st.drive_cv.wait(lock);
-        continue;
-      }
-      st.leading = true;
-      lock.unlock();
-      if (st.own_ioc->stopped()) st.own_ioc->restart();
-      st.own_ioc->run_one();
-      lock.lock();
-      st.leading = false;
-      st.drive_cv.notify_all();
-    }
+  // The executor is run by the caller's threads; this thread must not be one of them (a
+  // connection it waits for may be held by a call only that thread can finish).
+  if (!st.own_ioc && st.executor.template target<net::io_context::executor_type>() &&
+      st.executor.template target<net::io_context::executor_type>()->running_in_this_thread()) {
+    ec = client_errc::sync_on_own_executor;
+    return {};
   }
-  ec = wait.ec;
-  return std::move(wait.r);
+  if constexpr (!detail::transport<Stream>::tls) {
+    return detail::blocking_exchange(st, *call, ec);
+  } else {
+    // TLS: the asynchronous exchange, waited for.
+    detail::blocking_wait wait{st.drive_mutex, st.drive_cv, {}, {}, false};
+    net::any_completion_handler<void(error_code, detail::reply)> handler(
+        detail::blocking_handler{&wait});
+    if (!st.own_ioc) {
+      exchange(state_, std::move(call), std::move(handler));
+      std::unique_lock lock(st.drive_mutex);
+      st.drive_cv.wait(lock, [&] { return wait.done; });
+    } else {
+      // Leader/follower over the private io_context: whoever runs it completes everyone's
+      // calls.
+      auto guard = net::make_work_guard(*st.own_ioc);
+      exchange(state_, std::move(call), std::move(handler));
+      std::unique_lock lock(st.drive_mutex);
+      while (!wait.done) {
+        if (st.leading) {
+          st.drive_cv.wait(lock);
+          continue;
+        }
+        st.leading = true;
+        lock.unlock();
+        if (st.own_ioc->stopped()) st.own_ioc->restart();
+        st.own_ioc->run_one();
+        lock.lock();
+        st.leading = false;
+        st.drive_cv.notify_all();
+      }
+    }
+    ec = wait.ec;
+    return std::move(wait.r);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
