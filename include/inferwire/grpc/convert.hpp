@@ -704,7 +704,9 @@ v2::log_settings log_settings_from_proto(const Map& settings) {
 template <class Map>
 status log_settings_from_proto(const Map& settings, v2::log_settings& u) {
   using V = typename Map::mapped_type;
-  for (const auto& [k, v] : settings) {
+  for (const auto& entry : settings) {
+    const auto& k = entry.first;  // (a lambda may not capture a structured binding in clang 14)
+    const auto& v = entry.second;
     auto wrong = [&k](const char* expected) {
       return status{errc::invalid_arg, "expect " + std::string(expected) + " for '" + quote_input(k) + "'"};
     };
