@@ -15,7 +15,7 @@
 
 #include <inferwire/core/config.hpp>
 #include <inferwire/core/error.hpp>
-#include <inferwire/v2/json.hpp>
+#include <inferwire/v2/json_codec.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <cstddef>
