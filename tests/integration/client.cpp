@@ -524,7 +524,7 @@ TEST_CASE("client: timeouts and cancellation", "[client]") {
   CHECK_FALSE(results[1]);
 }
 
-TEST_CASE("client: blocking calls share the pool, keep deadlines and send large bodies",
+TEST_CASE("client: blocking calls on the pool with deadlines and large bodies",
           "[client]") {
   std::vector<std::int32_t> x{1, 2, 3};
   v2::infer_request slow;
@@ -578,6 +578,24 @@ TEST_CASE("client: blocking calls share the pool, keep deadlines and send large 
     auto out = r.as<float>("OUTPUT0");
     REQUIRE(out.size() == big.size());
     CHECK(std::equal(out.begin(), out.end(), big.begin()));
+  }
+  SECTION("blocking and asynchronous calls take turns on one connection") {
+    net::io_context ioc;
+    ih::client c(ioc.get_executor(), "127.0.0.1", port_of(shared_server()), one);
+    simple_inputs in;
+    auto request = in.request();
+    for (int i = 0; i < 3; ++i) {
+      CHECK(c.infer("simple", request).as<std::int32_t>("OUTPUT0")[15] == 16);  // blocking
+      ih::error_code got = net::error::would_block;
+      c.async_server_live([&](ih::error_code e, bool live) {
+        got = e;
+        CHECK(live);
+      });
+      ioc.restart();
+      ioc.run();
+      CHECK_FALSE(got);
+    }
+    CHECK(c.open_connections() == 1);
   }
   SECTION("a refused connection fails at once") {
     net::io_context ioc;
