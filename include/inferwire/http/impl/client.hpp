@@ -362,6 +362,26 @@ struct client_state {
     transport<Stream>::emplace(c.stream, executor, ssl);
     c.buffer.clear();
   }
+
+  // The resolved endpoints, kept until a connect fails (then resolved again); empty when none.
+  tcp::resolver::results_type cached_endpoints() {
+    std::lock_guard lock(mutex);
+    return endpoints ? *endpoints : tcp::resolver::results_type{};
+  }
+  void remember_endpoints(const tcp::resolver::results_type& e) {
+    std::lock_guard lock(mutex);
+    endpoints = e;
+  }
+  void forget_endpoints() {
+    std::lock_guard lock(mutex);
+    endpoints.reset();
+  }
+
+  // A call's deadline: its own timeout, else the client's; none when that is 0.
+  clock::time_point deadline_of(const call_data& call) const {
+    auto t = call.timeout.value_or(options.timeout);
+    return t.count() > 0 ? clock::now() + t : clock::time_point::max();
+  }
 };
 
 // Closes a connection whose deadline passed, unless the call has moved on (a newer generation)
@@ -436,10 +456,7 @@ class exchange_op {
 
   template <class Self>
   void operator()(Self& self, error_code ec, tcp::resolver::results_type results) {
-    if (!ec) {
-      std::lock_guard lock(state_->mutex);
-      state_->endpoints = results;
-    }
+    if (!ec) endpoints_ = results;
     call_->resolver.reset();
     (*this)(self, ec);
   }
@@ -456,8 +473,7 @@ class exchange_op {
         BOOST_ASIO_CORO_YIELD net::post(st.executor, std::move(self));
         return finish(self, call_->error);
       }
-      if (auto t = call_->timeout.value_or(st.options.timeout); t.count() > 0)
-        deadline_ = clock::now() + t;
+      deadline_ = st.deadline_of(*call_);
 
       // 1. A connection from the pool, or a turn in the queue.
       {
@@ -498,17 +514,13 @@ class exchange_op {
             auto lock = io_lock();
             st.new_stream(*conn_);
           }
-          {
-            std::lock_guard lock(st.mutex);
-            if (st.endpoints) endpoints_ = *st.endpoints;
-          }
+          endpoints_ = st.cached_endpoints();
           if (endpoints_.empty()) {
             call_->resolver.emplace(st.executor);
             BOOST_ASIO_CORO_YIELD call_->resolver->async_resolve(st.host, st.port,
                                                                  std::move(self));
             if (ec) return fail(self, ec);
-            std::lock_guard lock(st.mutex);
-            endpoints_ = *st.endpoints;
+            st.remember_endpoints(endpoints_);
           }
           BOOST_ASIO_CORO_YIELD {
             auto endpoints = endpoints_;  // the member moves away with `self`
@@ -517,10 +529,7 @@ class exchange_op {
                                std::move(self));
           }
           if (ec) {
-            {
-              std::lock_guard lock(st.mutex);
-              st.endpoints.reset();  // resolve again next time
-            }
+            st.forget_endpoints();
             return fail(self, ec);
           }
           {
@@ -754,8 +763,6 @@ class blocking_io {
     return ec;
   }
 
-  clock::time_point deadline() const noexcept { return deadline_; }
-
  private:
   static error_code last_error() { return {errno, net::error::get_system_category()}; }
   clock::time_point deadline_;
@@ -766,9 +773,7 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
   static_assert(!transport<Stream>::tls);
   ec = call.error;
   if (ec) return {};
-  auto deadline = clock::time_point::max();
-  if (auto t = call.timeout.value_or(st.options.timeout); t.count() > 0)
-    deadline = clock::now() + t;
+  const auto deadline = st.deadline_of(call);
   blocking_io io(deadline);
 
   // 1. A connection from the pool, or a turn in the queue.
@@ -805,17 +810,12 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
     // 2. Connect when the connection is not open.
     bool reused = conn->open;
     if (!conn->open) {
-      tcp::resolver::results_type endpoints;
-      {
-        std::lock_guard lock(st.mutex);
-        if (st.endpoints) endpoints = *st.endpoints;
-      }
+      auto endpoints = st.cached_endpoints();
       if (endpoints.empty()) {
         tcp::resolver resolver(st.executor);
         endpoints = resolver.resolve(st.host, st.port, ec);
         if (ec) return fail(ec);
-        std::lock_guard lock(st.mutex);
-        st.endpoints = endpoints;
+        st.remember_endpoints(endpoints);
       }
       error_code e = net::error::host_not_found;
       for (const auto& entry : endpoints) {
@@ -825,10 +825,9 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
         client_state<Stream>::close(*conn);
       }
       if (e) {
-        std::lock_guard lock(st.mutex);
-        st.endpoints.reset();  // resolve again next time
+        st.forget_endpoints();
+        return fail(e);
       }
-      if (e) return fail(e);
       error_code ignored;
       transport<Stream>::lowest(*conn->stream).set_option(tcp::no_delay(true), ignored);
       conn->open = true;
