@@ -26,6 +26,7 @@
 
 #include <future>
 #include <numeric>
+#include <thread>
 
 using namespace iwtest;
 namespace ig = inferwire::grpc;
@@ -327,6 +328,20 @@ TEST_CASE("grpc: asynchronous calls with completion tokens", "[grpc]") {
     FAIL("no error");
   } catch (const boost::system::system_error& e) {
     CHECK(ig::status_code(e.code()) == NOT_FOUND);
+  }
+
+  // A client without an executor makes its private io_context when first asked, once, even
+  // when several threads ask at the same time.
+  {
+    ig::client fresh(target_of(test_server()));
+    std::vector<net::any_io_executor> seen(4);
+    std::vector<std::thread> askers;
+    for (auto& ex : seen) askers.emplace_back([&fresh, &ex] { ex = fresh.get_executor(); });
+    for (auto& t : askers) t.join();
+    REQUIRE(seen[0].target<net::io_context::executor_type>() != nullptr);
+    for (const auto& ex : seen) CHECK(ex == seen[0]);
+    CHECK(fresh.get_executor() == seen[0]);
+    CHECK(fresh.async_server_live(net::use_future).get());
   }
 
   // Per-operation cancellation: the call fails with CANCELLED.

@@ -25,7 +25,9 @@
 //
 // A client built without an executor owns a private io_context that nothing runs: its
 // blocking calls work from any thread, and its asynchronous calls need a token that brings
-// its own executor (net::use_future, or a handler bound with net::bind_executor).
+// its own executor (net::use_future, or a handler bound with net::bind_executor). The
+// io_context is made when first needed (an asynchronous call, a stream, get_executor()), so a
+// program that makes only blocking calls neither builds one nor compiles one.
 //
 // Threads. The library starts none. gRPC completes calls on its own threads; the client hands
 // each completion to the handler's associated executor with net::dispatch, so handlers run

@@ -30,13 +30,31 @@ using stub_type = pb::GRPCInferenceService::Stub;
 using health_stub_type = ::grpc::health::v1::Health::Stub;
 
 struct client_state {
-  std::unique_ptr<net::io_context> own_ioc;  // clients made without an executor; goes last
-  net::any_io_executor executor;
+  /// The private io_context of a client made without an executor (goes last). It is made when
+  /// something first needs the executor (an asynchronous call, a stream, get_executor()): a
+  /// program that makes only blocking calls never builds one, and does not compile one either
+  /// (about a tenth of such a translation unit's compile time).
+  std::shared_ptr<void> own_ioc;
+  std::once_flag own_ioc_once;
+  bool lazy_executor = false;  // made without an executor
+  net::any_io_executor executor_;  // set at construction, or with own_ioc
   std::string target;
   client_options options;
   std::shared_ptr<::grpc::Channel> channel;
   std::unique_ptr<stub_type> stub;
   std::unique_ptr<health_stub_type> health;
+
+  /// The executor of completions: the client's, or its private io_context's.
+  const net::any_io_executor& executor() {
+    if (lazy_executor) {
+      std::call_once(own_ioc_once, [this] {
+        auto ioc = std::make_shared<net::io_context>(1);
+        executor_ = ioc->get_executor();
+        own_ioc = std::move(ioc);
+      });
+    }
+    return executor_;
+  }
 };
 
 // --- where a client's channel may go --------------------------------------------------------
@@ -263,12 +281,11 @@ void complete_on_executor(Handler h, const net::any_io_executor& fallback, std::
 // --- client ------------------------------------------------------------------------------------
 
 namespace detail {
-inline std::shared_ptr<client_state> make_client_state(std::unique_ptr<net::io_context> own,
-                                                       net::any_io_executor ex, std::string target,
-                                                       client_options o) {
+/// A client's state; without `ex`, the client's io_context is made on first use.
+inline std::shared_ptr<client_state> make_client_state(std::optional<net::any_io_executor> ex,
+                                                       std::string target, client_options o) {
   destroy_parked();
   std::shared_ptr<client_state> st(new client_state, &release_client_state);
-  st->own_ioc = std::move(own);
   ::grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(o.max_message_size);
   args.SetMaxSendMessageSize(o.max_message_size);
@@ -291,7 +308,8 @@ inline std::shared_ptr<client_state> make_client_state(std::unique_ptr<net::io_c
   st->channel = ::grpc::CreateCustomChannel(target, creds, args);
   st->stub = pb::GRPCInferenceService::NewStub(st->channel);
   st->health = ::grpc::health::v1::Health::NewStub(st->channel);
-  st->executor = st->own_ioc ? net::any_io_executor(st->own_ioc->get_executor()) : std::move(ex);
+  st->lazy_executor = !ex;
+  if (ex) st->executor_ = std::move(*ex);
   st->target = std::move(target);
   st->options = std::move(o);
   return st;
@@ -299,18 +317,17 @@ inline std::shared_ptr<client_state> make_client_state(std::unique_ptr<net::io_c
 }  // namespace detail
 
 INFERWIRE_DECL client::client(executor_type ex, std::string target, client_options opts)
-    : state_(detail::make_client_state(nullptr, std::move(ex), std::move(target), std::move(opts))) {}
+    : state_(detail::make_client_state(std::move(ex), std::move(target), std::move(opts))) {}
 
 INFERWIRE_DECL client::client(std::string target, client_options opts)
-    : state_(detail::make_client_state(std::make_unique<net::io_context>(1), {}, std::move(target),
-                                       std::move(opts))) {}
+    : state_(detail::make_client_state(std::nullopt, std::move(target), std::move(opts))) {}
 
 INFERWIRE_DECL client::~client() {
   state_.reset();
   detail::destroy_parked();
 }
 
-INFERWIRE_DECL client::executor_type client::get_executor() const noexcept { return state_->executor; }
+INFERWIRE_DECL client::executor_type client::get_executor() const noexcept { return state_->executor(); }
 INFERWIRE_DECL const client_options& client::options() const noexcept { return state_->options; }
 INFERWIRE_DECL const std::string& client::target() const noexcept { return state_->target; }
 
@@ -336,7 +353,7 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
   raw->run_async([p](::grpc::Status s) mutable {
     detail::reaction_scope reaction;
     auto ec = detail::to_error(s);
-    auto ex = net::get_associated_executor(p->handler, p->state->executor);
+    auto ex = net::get_associated_executor(p->handler, p->state->executor());
     net::dispatch(ex, [p = std::move(p), ec]() mutable {
       if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
       auto handler = std::move(p->handler);

@@ -60,7 +60,7 @@ struct stream_state final
   template <class Handler, class... Args>
   void complete_later(actions& a, Handler& h, Args... args) {
     auto owned = std::make_shared<Handler>(std::move(h));
-    auto fallback = client->executor;
+    auto fallback = client->executor();
     a.completions.emplace_back([owned, fallback, ... args = std::move(args)](std::shared_ptr<void> carry) mutable {
       complete_on_executor(std::move(*owned), fallback, std::move(carry), std::move(args)...);
     });
@@ -242,7 +242,7 @@ INFERWIRE_DECL stream::~stream() {
   });
 }
 
-INFERWIRE_DECL stream::executor_type stream::get_executor() const noexcept { return state_->client->executor; }
+INFERWIRE_DECL stream::executor_type stream::get_executor() const noexcept { return state_->client->executor(); }
 
 INFERWIRE_DECL void stream::cancel() { state_->ctx.TryCancel(); }
 
