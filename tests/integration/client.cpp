@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -596,6 +597,38 @@ TEST_CASE("client: blocking calls on the pool with deadlines and large bodies",
       CHECK_FALSE(got);
     }
     CHECK(c.open_connections() == 1);
+  }
+  SECTION("a client without an executor makes its io_context when asked, and it can be run") {
+    std::optional<ih::client> c;
+    c.emplace("127.0.0.1", port_of(shared_server()), one);
+    simple_inputs in;
+    auto request = in.request();
+    CHECK(c->infer("simple", request).as<std::int32_t>("OUTPUT0")[15] == 16);  // raw socket
+    {
+      auto ex = c->get_executor();
+      auto* ioc = ex.target<net::io_context::executor_type>();
+      REQUIRE(ioc != nullptr);
+      CHECK(c->get_executor() == ex);  // made once
+      // An asynchronous call takes over the connection the blocking call opened.
+      ih::error_code got = net::error::would_block;
+      c->async_infer("simple", request, [&](ih::error_code e, ih::infer_result r) {
+        got = e;
+        if (!e) CHECK(r.as<std::int32_t>("OUTPUT0")[15] == 16);
+      });
+      ioc->context().run();
+      CHECK_FALSE(got);
+    }
+    CHECK(c->open_connections() == 1);
+    CHECK(c->server_live());  // blocking again, on the descriptor of the asynchronous stream
+    // One more asynchronous call left pending when the client goes: it ends, nothing leaks.
+    c->async_server_live([](ih::error_code, bool) {});
+    c.reset();
+  }
+  SECTION("a host that does not resolve fails with the resolver's error") {
+    ih::client c("no-such-host.invalid", "8000");
+    ih::error_code ec;
+    c.server_live(ec);
+    CHECK((ec == net::error::host_not_found || ec == net::error::host_not_found_try_again));
   }
   SECTION("a refused connection fails at once") {
     net::io_context ioc;

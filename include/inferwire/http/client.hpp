@@ -16,9 +16,11 @@
 //   // deferred, ...):
 //   c.async_infer("simple", request, [](http::error_code ec, http::infer_result r) { ... });
 //
-// A client built without an executor owns a private io_context and starts no thread; use that
-// form for blocking programs. Blocking calls over plain HTTP do their I/O on the calling thread
-// (poll(2) bounded by the deadline); over TLS they run the asynchronous exchange and wait.
+// A client built without an executor starts no thread; use that form for blocking programs.
+// Blocking calls over plain HTTP do their I/O on the calling thread with plain descriptors
+// (poll(2) bounded by the deadline); over TLS they run the asynchronous exchange on a private
+// io_context and wait. That io_context is made when first needed (a TLS call, an asynchronous
+// call, get_executor()): a program that makes only plain blocking calls compiles none.
 //
 // Connections. The client keeps up to `client_options::max_connections` keep-alive connections
 // and reconnects transparently: a call that finds its reused connection closed by the server
@@ -136,17 +138,17 @@ class infer_result : public v2::infer_result_base {
 namespace detail {
 template <class Stream>
 struct client_state;
-/// What the client needs of a transport: `tls`, `emplace(optional<Stream>&, executor, ssl
-/// context*)`, `lowest(Stream&)` (the TCP socket) and, for TLS, `prepare` and
-/// `async_handshake`. Plain TCP below; TLS in <inferwire/http/tls_client.hpp>.
+/// What the client needs of a transport: `tls`, `make(executor, ssl context*)` (a new stream,
+/// owned through a function pointer), `lowest(Stream&)` (the TCP socket) and, for TLS,
+/// `prepare` and `async_handshake`. Plain TCP below; TLS in <inferwire/http/tls_client.hpp>.
 template <class Stream>
 struct transport;
 template <>
 struct transport<net::ip::tcp::socket> {
   static constexpr bool tls = false;
-  static void emplace(std::optional<net::ip::tcp::socket>& s, const net::any_io_executor& ex,
-                      net::ssl::context*) {
-    s.emplace(ex);
+  static auto make(const net::any_io_executor& ex, net::ssl::context*) {
+    return std::unique_ptr<net::ip::tcp::socket, void (*)(net::ip::tcp::socket*)>(
+        new net::ip::tcp::socket(ex), [](net::ip::tcp::socket* p) { delete p; });
   }
   static net::ip::tcp::socket& lowest(net::ip::tcp::socket& s) noexcept { return s; }
 };
@@ -187,7 +189,7 @@ class basic_client {
   /// A client whose calls run on `ex`.
   basic_client(executor_type ex, std::string host, std::string port, client_options opts = {})
     requires(!detail::transport<Stream>::tls);
-  /// A blocking client with a private io_context (for its sockets; TLS calls run it on the
+  /// A blocking client (a private io_context, made when first needed: TLS calls run it on the
   /// calling thread).
   basic_client(std::string host, std::string port, client_options opts = {})
     requires(!detail::transport<Stream>::tls);
@@ -389,7 +391,6 @@ class basic_client {
         [&](error_code& ec) { return run(std::move(call), ec); }, &throw_if);
   }
 
-  std::unique_ptr<net::io_context> own_ioc_;  // blocking clients only
   std::shared_ptr<state_type> state_;
 };
 

@@ -34,9 +34,10 @@ struct transport<net::ssl::stream<net::ip::tcp::socket>> {
   using stream = net::ssl::stream<net::ip::tcp::socket>;
   static constexpr bool tls = true;
 
-  static void emplace(std::optional<stream>& s, const net::any_io_executor& ex,
-                      net::ssl::context* ssl) {
-    s.emplace(ex, *ssl);  // a new SSL session for every TCP connection
+  static auto make(const net::any_io_executor& ex, net::ssl::context* ssl) {
+    // A new SSL session for every TCP connection.
+    return std::unique_ptr<stream, void (*)(stream*)>(new stream(ex, *ssl),
+                                                       [](stream* p) { delete p; });
   }
   static net::ip::tcp::socket& lowest(stream& s) noexcept { return s.next_layer(); }
 

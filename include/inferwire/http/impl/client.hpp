@@ -24,9 +24,13 @@
 #include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/rfc/pchars.hpp>
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -72,7 +76,6 @@ struct call_data {
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<content_coding> request_coding, response_coding;
   error_code error;                         // a request that cannot be sent
-  std::optional<tcp::resolver> resolver;    // only while connecting
 
   std::size_t body_size() const {
     return use_infer_body ? infer_body.size() : owned_body.size();
@@ -244,19 +247,41 @@ INFERWIRE_DECL void parse_eof(reply_reader& parser, error_code& ec) {
 // ---------------------------------------------------------------------------------------------
 // Connections and the pool.
 
+// An Asio object owned through a plain function pointer: where it is destroyed, nothing of
+// its type's I/O machinery is compiled. Code that only makes blocking calls (which use raw
+// descriptors) thereby compiles no socket, timer or io_context at all.
+template <class T>
+using erased_ptr = std::unique_ptr<T, void (*)(T*)>;
+template <class T, class... Args>
+erased_ptr<T> make_erased(Args&&... args) {
+  return {new T(std::forward<Args>(args)...), [](T* p) { delete p; }};
+}
+
 template <class Stream>
 struct connection {
-  std::optional<Stream> stream;  // recreated for every new TCP connection (TLS needs it)
+  // The TCP connection is either a descriptor of a blocking call's (`fd`) or an Asio stream
+  // (asynchronous calls, TLS), which takes the descriptor over when an asynchronous call
+  // reuses a connection a blocking call opened. A new stream for every TCP connection (TLS
+  // needs it); closing the connection destroys it.
+  int fd = -1;
+  erased_ptr<Stream> stream{nullptr, nullptr};
   beast::flat_buffer buffer;     // bytes read and not yet parsed
   std::optional<reply_reader> parser;
   bool open = false;
   // The deadline of the call holding the connection: when the timer expires it closes the
   // socket, which ends the operation in progress. `mutex` orders that close against the
   // call starting an operation; a wait of an earlier call (older generation) does nothing.
-  std::optional<net::steady_timer> timer;
+  erased_ptr<net::steady_timer> timer{nullptr, nullptr};
   std::mutex mutex;
   std::uint64_t generation = 0;
   std::atomic<bool> timed_out = false;  // set by the timer; read by the call
+
+  connection() = default;
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+  ~connection() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 template <class Stream>
@@ -297,7 +322,16 @@ struct blocking_waiter final : waiter<Stream> {
 
 template <class Stream>
 struct client_state {
-  net::any_io_executor executor;
+  // A client made without an executor makes its private io_context when something first needs
+  // the executor (an asynchronous call, a TLS call, get_executor()); `own` owns it and goes
+  // last. `drain_own` (set with it) runs its ready handlers, for the client's destructor.
+  std::shared_ptr<void> own;
+  net::io_context* own_ioc = nullptr;
+  void (*drain_own)(net::io_context&) = nullptr;
+  bool lazy_executor = false;
+  std::once_flag own_once;
+  net::any_io_executor executor_;  // the client's, or own_ioc's once made
+
   net::ssl::context* ssl = nullptr;
   std::string host, port, host_field;
   client_options options;
@@ -308,12 +342,27 @@ struct client_state {
   std::deque<waiter<Stream>*> waiters;
   std::optional<tcp::resolver::results_type> endpoints;
 
-  // Blocking calls on a private io_context: one caller at a time runs it (the leader), the
-  // others wait for their completion or for the lead.
-  net::io_context* own_ioc = nullptr;
+  // Blocking TLS calls on the private io_context: one caller at a time runs it (the leader),
+  // the others wait for their completion or for the lead.
   std::mutex drive_mutex;
   std::condition_variable drive_cv;
   bool leading = false;
+
+  const net::any_io_executor& executor() {
+    if (lazy_executor) {
+      std::call_once(own_once, [this] {
+        auto ioc = std::make_shared<net::io_context>();
+        executor_ = ioc->get_executor();
+        own_ioc = ioc.get();
+        drain_own = [](net::io_context& c) {
+          c.restart();
+          c.poll();
+        };
+        own = std::move(ioc);
+      });
+    }
+    return executor_;
+  }
 
   // Takes an idle connection or makes a new one; nullptr when the pool is exhausted.
   connection<Stream>* try_acquire() {
@@ -352,15 +401,42 @@ struct client_state {
     endpoints.reset();
   }
 
+  // Closes a connection that no operation is using.
   static void close(connection<Stream>& c) {
-    close_socket(c);
+    int fd = c.fd >= 0 ? c.fd : c.stream ? transport<Stream>::lowest(*c.stream).native_handle() : -1;
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    if (c.fd >= 0) ::close(std::exchange(c.fd, -1));
+    c.stream.reset();
     c.open = false;
     c.buffer.clear();
   }
 
+  // A new stream for a new TCP connection (asynchronous calls).
   void new_stream(connection<Stream>& c) {
-    transport<Stream>::emplace(c.stream, executor, ssl);
-    c.buffer.clear();
+    close(c);
+    c.stream = transport<Stream>::make(executor(), ssl);
+  }
+
+  // An asynchronous call on a connection a blocking call opened: a stream takes the descriptor
+  // over. On failure the connection is closed (and opened afresh by the call).
+  void adopt(connection<Stream>& c) {
+    if constexpr (!transport<Stream>::tls) {
+      if (c.stream || c.fd < 0) return;
+      ::sockaddr_storage local{};
+      ::socklen_t len = sizeof local;
+      error_code ec;
+      if (::getsockname(c.fd, reinterpret_cast<::sockaddr*>(&local), &len) != 0)
+        ec = error_code(errno, net::error::get_system_category());
+      c.stream = transport<Stream>::make(executor(), ssl);
+      if (!ec)
+        transport<Stream>::lowest(*c.stream)
+            .assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), c.fd, ec);
+      if (ec) {
+        close(c);
+        return;
+      }
+      c.fd = -1;  // the stream's now
+    }
   }
 
   // The resolved endpoints, kept until a connect fails (then resolved again); empty when none.
@@ -457,7 +533,7 @@ class exchange_op {
   template <class Self>
   void operator()(Self& self, error_code ec, tcp::resolver::results_type results) {
     if (!ec) endpoints_ = results;
-    call_->resolver.reset();
+    resolver_.reset();
     (*this)(self, ec);
   }
   template <class Self>
@@ -470,7 +546,7 @@ class exchange_op {
     auto& st = *state_;
     BOOST_ASIO_CORO_REENTER(coro_) {
       if (call_->error) {
-        BOOST_ASIO_CORO_YIELD net::post(st.executor, std::move(self));
+        BOOST_ASIO_CORO_YIELD net::post(st.executor(), std::move(self));
         return finish(self, call_->error);
       }
       deadline_ = st.deadline_of(*call_);
@@ -480,7 +556,7 @@ class exchange_op {
         std::unique_lock lock(st.mutex);
         conn_ = st.try_acquire();
         if (!conn_) {
-          wait_ = std::make_unique<timer_waiter<Stream>>(st.executor);
+          wait_ = std::make_unique<timer_waiter<Stream>>(st.executor());
           wait_->timer.expires_at(deadline_);
           st.waiters.push_back(wait_.get());
         }
@@ -508,6 +584,10 @@ class exchange_op {
 
       for (;;) {
         // 2. Connect (and shake hands) when the connection is not open.
+        if (conn_->open && !conn_->stream) {
+          auto lock = io_lock();
+          st.adopt(*conn_);
+        }
         reused_ = conn_->open;
         if (!conn_->open) {
           {
@@ -516,9 +596,8 @@ class exchange_op {
           }
           endpoints_ = st.cached_endpoints();
           if (endpoints_.empty()) {
-            call_->resolver.emplace(st.executor);
-            BOOST_ASIO_CORO_YIELD call_->resolver->async_resolve(st.host, st.port,
-                                                                 std::move(self));
+            resolver_ = std::make_unique<tcp::resolver>(st.executor());
+            BOOST_ASIO_CORO_YIELD resolver_->async_resolve(st.host, st.port, std::move(self));
             if (ec) return fail(self, ec);
             st.remember_endpoints(endpoints_);
           }
@@ -612,7 +691,7 @@ class exchange_op {
   void arm_deadline() {
     if (deadline_ == clock::time_point::max()) return;
     auto& c = *conn_;
-    if (!c.timer) c.timer.emplace(state_->executor);
+    if (!c.timer) c.timer = make_erased<net::steady_timer>(state_->executor());
     std::lock_guard lock(c.mutex);
     c.timed_out = false;
     c.timer->expires_at(deadline_);
@@ -659,6 +738,7 @@ class exchange_op {
   connection<Stream>* conn_ = nullptr;
   std::unique_ptr<timer_waiter<Stream>> wait_;
   tcp::resolver::results_type endpoints_;
+  std::unique_ptr<tcp::resolver> resolver_;  // only while resolving
   clock::time_point deadline_ = clock::time_point::max();
   bool armed_ = false;
   bool reused_ = false;
@@ -693,13 +773,12 @@ class blocking_io {
     }
   }
 
-  // Connects `socket` (opened here, non-blocking) to `to`.
-  error_code connect(tcp::socket& socket, const tcp::endpoint& to) const {
-    error_code ec;
-    socket.open(to.protocol(), ec);
-    if (!ec) socket.non_blocking(true, ec);
-    if (ec) return ec;
-    int fd = socket.native_handle();
+  // Opens a non-blocking TCP socket into `fd` and connects it to `to` (Nagle off).
+  error_code connect(int& fd, const tcp::endpoint& to) const {
+    fd = ::socket(to.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) return last_error();
+    int one = 1;
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (::connect(fd, to.data(), static_cast<socklen_t>(to.size())) == 0) return {};
     if (errno != EINPROGRESS && errno != EINTR) return last_error();
     if (auto e = wait(fd, POLLOUT); e) return e;
@@ -707,6 +786,46 @@ class blocking_io {
     socklen_t len = sizeof err;
     if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return last_error();
     return err ? error_code(err, net::error::get_system_category()) : error_code{};
+  }
+
+  // getaddrinfo, as Asio's resolver calls it (address_configured), with its error codes.
+  static tcp::resolver::results_type resolve(const std::string& host, const std::string& port,
+                                             error_code& ec) {
+    ::addrinfo hints{};
+    hints.ai_flags = AI_ADDRCONFIG;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    ::addrinfo* list = nullptr;
+    int r = ::getaddrinfo(host.empty() ? nullptr : host.c_str(),
+                          port.empty() ? nullptr : port.c_str(), &hints, &list);
+    ec = {};
+    switch (r) {
+      case 0: break;
+      case EAI_AGAIN: ec = net::error::host_not_found_try_again; break;
+      case EAI_BADFLAGS: ec = net::error::invalid_argument; break;
+      case EAI_FAIL: ec = net::error::no_recovery; break;
+      case EAI_FAMILY: ec = net::error::address_family_not_supported; break;
+      case EAI_MEMORY: ec = net::error::no_memory; break;
+      case EAI_NONAME:
+#ifdef EAI_ADDRFAMILY
+      case EAI_ADDRFAMILY:
+#endif
+#ifdef EAI_NODATA
+#if EAI_NODATA != EAI_NONAME
+      case EAI_NODATA:
+#endif
+#endif
+        ec = net::error::host_not_found;
+        break;
+      case EAI_SERVICE: ec = net::error::service_not_found; break;
+      case EAI_SOCKTYPE: ec = net::error::socket_type_not_supported; break;
+      default: ec = last_error(); break;
+    }
+    if (ec) return {};
+    auto results = tcp::resolver::results_type::create(list, host, port);
+    ::freeaddrinfo(list);
+    return results;
   }
 
   // Sends every byte of `buffers`.
@@ -807,34 +926,31 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
 
   bool retried = false;
   for (;;) {
-    // 2. Connect when the connection is not open.
+    // 2. Connect when the connection is not open (a descriptor of this call's own; an open
+    // connection may be an asynchronous call's stream, whose descriptor serves as well).
     bool reused = conn->open;
     if (!conn->open) {
       auto endpoints = st.cached_endpoints();
       if (endpoints.empty()) {
-        tcp::resolver resolver(st.executor);
-        endpoints = resolver.resolve(st.host, st.port, ec);
+        endpoints = blocking_io::resolve(st.host, st.port, ec);
         if (ec) return fail(ec);
         st.remember_endpoints(endpoints);
       }
       error_code e = net::error::host_not_found;
       for (const auto& entry : endpoints) {
-        st.new_stream(*conn);
-        e = io.connect(transport<Stream>::lowest(*conn->stream), entry.endpoint());
-        if (!e || e == beast::error::timeout) break;
         client_state<Stream>::close(*conn);
+        e = io.connect(conn->fd, entry.endpoint());
+        if (!e || e == beast::error::timeout) break;
       }
       if (e) {
         st.forget_endpoints();
         return fail(e);
       }
-      error_code ignored;
-      transport<Stream>::lowest(*conn->stream).set_option(tcp::no_delay(true), ignored);
       conn->open = true;
     }
 
     // 3. Send, then read until the parser has the whole reply.
-    int fd = transport<Stream>::lowest(*conn->stream).native_handle();
+    int fd = conn->fd >= 0 ? conn->fd : transport<Stream>::lowest(*conn->stream).native_handle();
     error_code e = io.send(fd, call.buffers);
     if (!e) {
       conn->parser.emplace(st.options.max_response_size);
@@ -970,11 +1086,13 @@ INFERWIRE_DECL std::string to_body(const boost::json::value& v) { return boost::
 
 namespace detail {
 template <class Stream>
-std::shared_ptr<client_state<Stream>> make_state(net::any_io_executor ex, net::ssl::context* ssl,
+std::shared_ptr<client_state<Stream>> make_state(std::optional<net::any_io_executor> ex,
+                                                 net::ssl::context* ssl,
                                                  std::string host, std::string port,
                                                  client_options opts) {
   auto s = std::make_shared<client_state<Stream>>();
-  s->executor = std::move(ex);
+  s->lazy_executor = !ex;
+  if (ex) s->executor_ = std::move(*ex);
   s->ssl = ssl;
   bool default_port = (!ssl && port == "80") || (ssl && port == "443");
   bool ipv6 = host.find(':') != std::string::npos;
@@ -997,11 +1115,8 @@ basic_client<Stream>::basic_client(executor_type ex, std::string host, std::stri
 template <class Stream>
 basic_client<Stream>::basic_client(std::string host, std::string port, client_options opts)
   requires(!detail::transport<Stream>::tls)
-    : own_ioc_(std::make_unique<net::io_context>()),
-      state_(detail::make_state<Stream>(own_ioc_->get_executor(), nullptr, std::move(host),
-                                        std::move(port), std::move(opts))) {
-  state_->own_ioc = own_ioc_.get();
-}
+    : state_(detail::make_state<Stream>(std::nullopt, nullptr, std::move(host), std::move(port),
+                                        std::move(opts))) {}
 
 template <class Stream>
 basic_client<Stream>::basic_client(executor_type ex, net::ssl::context& ssl, std::string host,
@@ -1014,26 +1129,25 @@ template <class Stream>
 basic_client<Stream>::basic_client(net::ssl::context& ssl, std::string host, std::string port,
                                    client_options opts)
   requires(detail::transport<Stream>::tls)
-    : own_ioc_(std::make_unique<net::io_context>()),
-      state_(detail::make_state<Stream>(own_ioc_->get_executor(), &ssl, std::move(host),
-                                        std::move(port), std::move(opts))) {
-  state_->own_ioc = own_ioc_.get();
-}
+    : state_(detail::make_state<Stream>(std::nullopt, &ssl, std::move(host), std::move(port),
+                                        std::move(opts))) {}
 
 template <class Stream>
 basic_client<Stream>::~basic_client() {
   if (!state_) return;  // moved from
   close();
-  if (own_ioc_) {
-    // Let the closed connections' handlers finish before the io_context goes.
-    own_ioc_->restart();
-    own_ioc_->poll();
+  if (state_->drain_own) {
+    // The private io_context, once made: the closed connections' handlers finish, then it goes
+    // after the state (operations it still holds keep the state until it does).
+    state_->drain_own(*state_->own_ioc);
+    auto own = std::move(state_->own);
+    state_.reset();
   }
 }
 
 template <class Stream>
 auto basic_client<Stream>::get_executor() const noexcept -> executor_type {
-  return state_->executor;
+  return state_->executor();
 }
 
 template <class Stream>
@@ -1084,7 +1198,7 @@ template <class Stream>
 void basic_client<Stream>::exchange(
     std::shared_ptr<state_type> state, detail::call_ptr call,
     net::any_completion_handler<void(error_code, detail::reply)> handler) {
-  auto ex = state->executor;
+  auto ex = state->executor();
   detail::erased_completion<decltype(handler)> completion{std::move(handler), ex};
   net::async_compose<decltype(completion), void(error_code, detail::reply)>(
       detail::exchange_op<Stream>(std::move(state), std::move(call)), completion, ex);
@@ -1116,8 +1230,8 @@ detail::reply basic_client<Stream>::exchange_blocking(detail::call_ptr call, err
   auto& st = *state_;
   // The executor is run by the caller's threads; this thread must not be one of them (a
   // connection it waits for may be held by a call only that thread can finish).
-  if (!st.own_ioc && st.executor.template target<net::io_context::executor_type>() &&
-      st.executor.template target<net::io_context::executor_type>()->running_in_this_thread()) {
+  if (!st.lazy_executor && st.executor_.template target<net::io_context::executor_type>() &&
+      st.executor_.template target<net::io_context::executor_type>()->running_in_this_thread()) {
     ec = client_errc::sync_on_own_executor;
     return {};
   }
@@ -1128,6 +1242,7 @@ detail::reply basic_client<Stream>::exchange_blocking(detail::call_ptr call, err
     detail::blocking_wait wait{st.drive_mutex, st.drive_cv, {}, {}, false};
     net::any_completion_handler<void(error_code, detail::reply)> handler(
         detail::blocking_handler{&wait});
+    if (st.lazy_executor) (void)st.executor();  // makes own_ioc
     if (!st.own_ioc) {
       exchange(state_, std::move(call), std::move(handler));
       std::unique_lock lock(st.drive_mutex);
