@@ -4,7 +4,7 @@
 #ifndef INFERWIRE_GRPC_IMPL_CLIENT_HPP
 #define INFERWIRE_GRPC_IMPL_CLIENT_HPP
 
-#include <inferwire/grpc/convert.hpp>
+#include <inferwire/grpc/convert_messages.hpp>
 #include <inferwire/grpc/impl/error.hpp>
 
 #include "grpc_service.grpc.pb.h"
@@ -14,7 +14,11 @@
 #include <boost/asio/system_executor.hpp>
 #include <boost/json/parse.hpp>
 #include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
 
 #include <condition_variable>
 #include <deque>

@@ -284,8 +284,11 @@ struct connection {
   }
 };
 
+// The deadline's close: ends what runs on the connection. A descriptor not yet taken over by
+// a stream is only shut down (the stream that takes it over then fails at once).
 template <class Stream>
 void close_socket(connection<Stream>& c) {
+  if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
   if (!c.stream) return;
   error_code ignored;
   auto& socket = transport<Stream>::lowest(*c.stream);
