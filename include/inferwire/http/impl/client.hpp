@@ -222,8 +222,17 @@ class reply_reader final : public bhttp::basic_parser<false> {
 // bytes: read some, then call again. False when the reply is complete or `ec` is set. (After
 // `need_more` the parser must next see more bytes than before, so it is never called twice on
 // the same input.)
+//
+// In a chunked body, fewer than 5 bytes are never handed over: Beast 1.81 asserts that a
+// final chunk it has begun ("0\r\n", kept in the buffer while the trailer is incomplete) comes
+// back with at least 5 bytes, and replies trickling in byte by byte would otherwise return it
+// 4. Waiting cannot stall a reply: from any point of a chunked body, at least the final chunk's
+// 5 bytes ("0\r\n\r\n") are still to come, and the parser keeps the unfinished chunk header.
 INFERWIRE_DECL bool parse_some(reply_reader& parser, beast::flat_buffer& buffer, error_code& ec) {
+  constexpr std::size_t least_chunk_input = 5;
   if (buffer.size() == 0) return true;
+  if (parser.is_header_done() && parser.chunked() && buffer.size() < least_chunk_input)
+    return true;
   auto used = parser.put(buffer.data(), ec);
   buffer.consume(used);
   if (ec == bhttp::error::need_more) {
