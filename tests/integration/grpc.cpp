@@ -19,14 +19,21 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <grpcpp/grpcpp.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <set>
 #include <numeric>
 #include <thread>
+
+#include <pthread.h>
 
 using namespace iwtest;
 namespace ig = inferwire::grpc;
@@ -494,6 +501,78 @@ TEST_CASE("grpc: decoupled repeat_int32 streams one response per element", "[grp
 // destroying the process's last channel on one of those threads aborts the process. A client
 // whose last operation completes inline (use_future) and which is dropped at once, alone in the
 // process, is the case: the test runs in its own process and repeats it.
+namespace {
+// How many threads of this process carry the name of the clients' completion thread.
+int completion_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    n += name == "inferwire-grpc";
+  }
+  return n;
+}
+// Waits up to 5 s for the count to become `n`: the last reference to a client may go on the
+// completion thread itself, just after a handler there ran, and the thread then ends on its own.
+int completion_threads_become(int n) {
+  for (int i = 0; i < 500 && completion_threads() != n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return completion_threads();
+}
+std::string this_thread_name() {
+  char name[32] = {};
+  ::pthread_getname_np(::pthread_self(), name, sizeof name);
+  return name;
+}
+}  // namespace
+
+TEST_CASE("grpc: asynchronous calls of every client complete on one thread", "[grpc]") {
+  namespace net = boost::asio;
+  const auto target = target_of(test_server());
+  const int before = completion_threads();  // 1 when an earlier test's shared client made one
+  REQUIRE(before <= 1);
+  {
+    std::vector<std::unique_ptr<ig::client>> clients;
+    for (int i = 0; i < 3; ++i) clients.push_back(std::make_unique<ig::client>(target));
+    CHECK(completion_threads() == before);  // blocking calls and construction start nothing
+    CHECK(clients[0]->server_live());
+    CHECK(completion_threads() == before);
+    // Handlers bound to the system executor run where the call completed.
+    std::vector<std::promise<std::pair<std::thread::id, std::string>>> where(6);
+    for (std::size_t i = 0; i < where.size(); ++i)
+      clients[i % 3]->async_server_live(net::bind_executor(net::system_executor(), [&where, i](ig::error_code ec, bool) {
+        CHECK_FALSE(ec);
+        where[i].set_value({std::this_thread::get_id(), this_thread_name()});
+      }));
+    std::set<std::thread::id> ids;
+    for (auto& w : where) {
+      auto [id, name] = w.get_future().get();
+      ids.insert(id);
+      CHECK(name == "inferwire-grpc");
+    }
+    CHECK(ids.size() == 1);
+    CHECK(ids.count(std::this_thread::get_id()) == 0);
+    CHECK(completion_threads() == 1);
+  }
+  // The last client to go stops the thread (unless an earlier test's client still holds it).
+  CHECK(completion_threads_become(before) == before);
+
+  // The last client destroyed by a handler on the completion thread: the thread finishes on
+  // its own, and the next asynchronous call starts another.
+  if (before == 0) {
+    auto c = std::make_unique<ig::client>(target);
+    std::promise<bool> done;
+    c->async_server_live(net::bind_executor(net::system_executor(), [&](ig::error_code ec, bool live) {
+      c.reset();
+      done.set_value(!ec && live);
+    }));
+    CHECK(done.get_future().get());
+    CHECK(completion_threads_become(0) == 0);
+    ig::client again(target);
+    CHECK(again.async_server_live(net::use_future).get());
+  }
+}
+
 TEST_CASE("grpc: a lone client dropped as its last completion arrives", "[grpc]") {
   const auto target = target_of(test_server());
   for (int i = 0; i < 40; ++i) {

@@ -29,9 +29,12 @@
 // io_context is made when first needed (an asynchronous call, a stream, get_executor()), so a
 // program that makes only blocking calls neither builds one nor compiles one.
 //
-// Threads. The library starts none. gRPC completes calls on its own threads; the client hands
-// each completion to the handler's associated executor with net::dispatch, so handlers run
-// where Asio's rules say. Every member function may be called concurrently from any thread.
+// Threads. Asynchronous unary calls complete on one thread the library starts (named
+// "inferwire-grpc", shared by all clients of the process, alive while any client that made such
+// a call is); streams complete on gRPC's own threads. The client hands each completion to the
+// handler's associated executor with net::dispatch, so handlers run where Asio's rules say (a
+// handler bound to net::system_executor() runs on that thread: the cheapest loop of calls).
+// Every member function may be called concurrently from any thread.
 //
 // Deadlines and cancellation. `timeout` (client-wide or per call) is the call's gRPC deadline
 // (DEADLINE_EXCEEDED). Asynchronous calls honour Asio's per-operation cancellation (terminal):

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/grpc/impl/client.hpp — bodies of client.hpp: the generated stubs, the conversions,
-// gRPC's synchronous API for the blocking forms and its callback API for the asynchronous ones.
+// gRPC's synchronous API for the blocking forms and its completion-queue API, on one thread per
+// client, for the asynchronous ones.
 #ifndef INFERWIRE_GRPC_IMPL_CLIENT_HPP
 #define INFERWIRE_GRPC_IMPL_CLIENT_HPP
 
@@ -16,6 +17,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -25,13 +27,70 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <tuple>
+
+#include <pthread.h>
 
 namespace inferwire::grpc {
 namespace detail {
 
 using stub_type = pb::GRPCInferenceService::Stub;
 using health_stub_type = ::grpc::health::v1::Health::Stub;
+
+/// What a completion-queue tag points to: one asynchronous call, told that it finished.
+struct completion {
+  void (*done)(completion*);
+};
+
+/// The completion queue of the asynchronous unary calls of every client in the process and the
+/// one thread that waits on it, alive while any client that made such a call is. One thread
+/// that both polls the network and completes the calls is what a hand-written completion-queue
+/// client does; gRPC's callback API wakes two of its threads per call instead. One for all
+/// clients, not one each, because gRPC (epoll1) lets whichever thread waits on any queue poll
+/// for all of them: idle threads of other clients would take events and pass them on.
+class completion_thread {
+ public:
+  completion_thread() : queue_(std::make_shared<::grpc::CompletionQueue>()) {
+    // The thread keeps the queue alive while it runs, so the last client may go away on it (a
+    // handler that runs inline and drops it): the thread is then left to finish on its own.
+    thread_ = std::thread([q = queue_] {
+      ::pthread_setname_np(::pthread_self(), "inferwire-grpc");
+      void* tag = nullptr;
+      bool ok = false;
+      // Finish's event always comes with ok == true; the call's status says how it went.
+      while (q->Next(&tag, &ok)) {
+        auto* c = static_cast<completion*>(tag);
+        c->done(c);
+      }
+    });
+  }
+  /// Runs when no client holds the thread any more, so no call is left on the queue.
+  ~completion_thread() {
+    queue_->Shutdown();
+    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+    else thread_.join();
+  }
+  completion_thread(const completion_thread&) = delete;
+  completion_thread& operator=(const completion_thread&) = delete;
+
+  ::grpc::CompletionQueue* queue() noexcept { return queue_.get(); }
+
+  /// The process's thread, started if none runs.
+  static std::shared_ptr<completion_thread> get() {
+    // Never destroyed: a client may be destroyed during the process's exit.
+    static auto* mu = new std::mutex;
+    static auto* current = new std::weak_ptr<completion_thread>;
+    std::lock_guard lock(*mu);
+    auto t = current->lock();
+    if (!t) *current = t = std::make_shared<completion_thread>();
+    return t;
+  }
+
+ private:
+  std::shared_ptr<::grpc::CompletionQueue> queue_;
+  std::thread thread_;
+};
 
 struct client_state {
   /// The private io_context of a client made without an executor (goes last). It is made when
@@ -47,6 +106,15 @@ struct client_state {
   std::shared_ptr<::grpc::Channel> channel;
   std::unique_ptr<stub_type> stub;
   std::unique_ptr<health_stub_type> health;
+  /// Taken with the first asynchronous unary call. Every call holds the state, so the state
+  /// lets go of the thread only when none of its calls is left on the queue.
+  std::shared_ptr<completion_thread> completions;
+  std::once_flag completions_once;
+
+  ::grpc::CompletionQueue* queue() {
+    std::call_once(completions_once, [this] { completions = completion_thread::get(); });
+    return completions->queue();
+  }
 
   /// The executor of completions: the client's, or its private io_context's.
   const net::any_io_executor& executor() {
@@ -158,25 +226,30 @@ inline void prepare_context(::grpc::ClientContext& ctx, const client_options& c,
 /// One unary call: its context and messages, and how to run it either way.
 struct call_data {
   ::grpc::ClientContext ctx;
+  ::grpc::Status status;  // of an asynchronous call
   virtual ~call_data() = default;
   virtual ::grpc::Status run_sync() = 0;
-  virtual void run_async(std::function<void(::grpc::Status)> done) = 0;
+  /// Starts the call on `queue`; its end comes out of the queue as `tag`.
+  virtual void start_async(::grpc::CompletionQueue* queue, void* tag) = 0;
 };
 
 template <class Stub, class Req, class Resp>
 struct unary_call final : call_data {
   using sync_fn = ::grpc::Status (*)(Stub&, ::grpc::ClientContext*, const Req&, Resp*);
-  using async_fn = void (*)(Stub&, ::grpc::ClientContext*, const Req*, Resp*,
-                            std::function<void(::grpc::Status)>);
+  using reader_type = std::unique_ptr<::grpc::ClientAsyncResponseReader<Resp>>;
+  using async_fn = reader_type (*)(Stub&, ::grpc::ClientContext*, const Req&, ::grpc::CompletionQueue*);
   Stub* stub = nullptr;
   sync_fn sync = nullptr;
   async_fn async = nullptr;
   Req request;
   Resp response;
+  reader_type reader;
 
   ::grpc::Status run_sync() override { return sync(*stub, &ctx, request, &response); }
-  void run_async(std::function<void(::grpc::Status)> done) override {
-    async(*stub, &ctx, &request, &response, std::move(done));
+  void start_async(::grpc::CompletionQueue* queue, void* tag) override {
+    reader = async(*stub, &ctx, request, queue);
+    reader->StartCall();
+    reader->Finish(&response, &status, tag);
   }
 };
 
@@ -205,14 +278,13 @@ auto make_unary(Stub& stub, Req request, const client_options& c, const call_opt
   return out;
 }
 
-// The synchronous and the callback entry points of RPC `Method`, for make_unary.
+// The synchronous and the completion-queue entry points of RPC `Method`, for make_unary.
 #define INFERWIRE_GRPC_METHOD(Method)                                                         \
   [](auto& stub_, ::grpc::ClientContext* ctx_, const auto& req_, auto* resp_) {               \
     return stub_.Method(ctx_, req_, resp_);                                                   \
   },                                                                                          \
-      [](auto& stub_, ::grpc::ClientContext* ctx_, const auto* req_, auto* resp_,             \
-         std::function<void(::grpc::Status)> done_) {                                         \
-        stub_.async()->Method(ctx_, req_, resp_, std::move(done_));                           \
+      [](auto& stub_, ::grpc::ClientContext* ctx_, const auto& req_, ::grpc::CompletionQueue* cq_) { \
+        return stub_.PrepareAsync##Method(ctx_, req_, cq_);                                   \
       }
 
 // How each response becomes the call's value.
@@ -339,37 +411,42 @@ INFERWIRE_DECL error_code client::run_sync(detail::call_data& call) { return det
 
 INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state, detail::call_ptr call,
                                      net::any_completion_handler<void(error_code, detail::call_ptr)> h) {
-  // The handler, the call and the state travel together through gRPC's callback (which must
-  // be copyable) and come back on the handler's executor.
-  struct pending {
+  // The handler, the call and the state travel together as the call's tag, and come back on
+  // the handler's executor.
+  struct pending final : detail::completion {
     std::shared_ptr<detail::client_state> state;
     detail::call_ptr call;
     net::any_completion_handler<void(error_code, detail::call_ptr)> handler;
     net::cancellation_slot slot;
+
+    // On the completion thread.
+    static void finished(detail::completion* c) {
+      std::unique_ptr<pending> p(static_cast<pending*>(c));
+      auto ex = net::get_associated_executor(p->handler, p->state->executor());
+      net::dispatch(ex, [p = std::move(p)]() mutable {
+        if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
+        auto ec = detail::to_error(p->call->status);
+        auto handler = std::move(p->handler);
+        auto data = std::move(p->call);
+        // The state goes after the handler: the handler (a composed operation's work guard,
+        // for one) may refer to the client's io_context, which the state owns. Released first,
+        // a client dropped as the handler completes would free the io_context under it.
+        auto keep = std::move(p->state);
+        p.reset();
+        std::move(handler)(ec, std::move(data));
+      });
+    }
   };
-  auto p = std::make_shared<pending>(pending{state, std::move(call), std::move(h), {}});
+  auto* queue = state->queue();
+  // Built in place: moving into an any_completion_handler by assignment recurses in Asio 1.81.
+  std::unique_ptr<pending> p(new pending{{&pending::finished}, std::move(state), std::move(call), std::move(h), {}});
   p->slot = net::get_associated_cancellation_slot(p->handler);
   if (p->slot.is_connected()) {
     auto* ctx = &p->call->ctx;
     p->slot.assign([ctx](net::cancellation_type) { ctx->TryCancel(); });
   }
-  auto* raw = p->call.get();
-  raw->run_async([p](::grpc::Status s) mutable {
-    detail::reaction_scope reaction;
-    auto ec = detail::to_error(s);
-    auto ex = net::get_associated_executor(p->handler, p->state->executor());
-    net::dispatch(ex, [p = std::move(p), ec]() mutable {
-      if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
-      auto handler = std::move(p->handler);
-      auto data = std::move(p->call);
-      // The state goes after the handler: the handler (a composed operation's work guard, for
-      // one) may refer to the client's io_context, which the state owns. Released first, a
-      // client dropped as the handler completes would free the io_context under it.
-      auto keep = std::move(p->state);
-      p.reset();
-      std::move(handler)(ec, std::move(data));
-    });
-  });
+  auto* raw = p.release();  // until the queue hands it back
+  raw->call->start_async(queue, static_cast<detail::completion*>(raw));
 }
 
 #define INFERWIRE_GRPC_UNARY(Resp, parse, stub, request, Method)                                    \
