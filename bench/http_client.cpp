@@ -8,7 +8,9 @@
 //     byte for byte before measuring), then beast::http::async_read of the reply, nothing more.
 //
 // Both run on one io_context on one thread, with 1 and 16 keep-alive connections, in alternating
-// rounds; the median round counts. Target: SDK >= 0.9x the baseline's requests/s.
+// rounds; ratios are the medians of each round's ratio. The client's CPU per request comes from
+// getrusage (the server is another process). Targets: SDK >= 0.9x the baseline's requests/s
+// with one connection, >= 0.95x with 16.
 //
 //   bench_http_client [--requests N] [--rounds R] [--server PATH]
 #include "bench_process.hpp"
@@ -29,6 +31,8 @@
 #include <filesystem>
 #include <functional>
 #include <numeric>
+
+#include <sys/resource.h>
 
 namespace http = inferwire::http;
 namespace v2 = inferwire::v2;
@@ -79,16 +83,30 @@ std::string capture_sdk_request(const v2::infer_request& request, const std::str
   return captured;
 }
 
+/// CPU time of this process (the client; the server is another process), in seconds.
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/// A measured run: requests per second and the client's CPU per request.
+struct run_result {
+  double rate = 0;
+  double cpu_us = 0;
+};
+
 double sdk_async_rate(int port, int concurrency, std::size_t requests,
-                      const v2::infer_request& request, std::size_t& errors) {
+                      const v2::infer_request& request, std::size_t& errors, double& cpu_us) {
   net::io_context ioc(1);
   http::client_options o;
   o.max_connections = static_cast<std::size_t>(concurrency);
   http::client c(ioc.get_executor(), "127.0.0.1", std::to_string(port), o);
-  std::size_t started = 0, done = 0;
+  std::size_t started = 0, done = 0, limit = static_cast<std::size_t>(concurrency);
   errors = 0;
   std::function<void()> next = [&] {
-    if (started == requests) return;
+    if (started == limit) return;
     ++started;
     c.async_infer("simple", request, [&](http::error_code ec, http::infer_result r) {
       ++done;
@@ -96,15 +114,18 @@ double sdk_async_rate(int port, int concurrency, std::size_t requests,
       next();
     });
   };
-  // Warm the connections up, then measure.
+  // Warm the connections up (one request each), then measure.
   for (int i = 0; i < concurrency; ++i) next();
   ioc.run();
   ioc.restart();
   started = done = 0;
+  limit = requests;
+  const double cpu0 = cpu_seconds();
   auto t0 = clock_type::now();
   for (int i = 0; i < concurrency; ++i) next();
   ioc.run();
   double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  cpu_us = (cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
   return double(done) / secs;
 }
 
@@ -162,7 +183,7 @@ class beast_loop {
 };
 
 double baseline_rate(int port, int concurrency, std::size_t requests, const std::string& bytes,
-                     std::size_t& errors) {
+                     std::size_t& errors, double& cpu_us) {
   net::io_context ioc(1);
   tcp::endpoint ep(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
   std::size_t budget = static_cast<std::size_t>(concurrency), done = 0;
@@ -178,10 +199,12 @@ double baseline_rate(int port, int concurrency, std::size_t requests, const std:
   ioc.restart();
   budget = requests;
   done = 0;
+  const double cpu0 = cpu_seconds();
   auto t0 = clock_type::now();
   for (auto& l : loops) l->next();
   ioc.run();
   double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  cpu_us = (cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
   return double(done) / secs;
 }
 
@@ -221,24 +244,29 @@ int main(int argc, char** argv) {
 
   int status = 0;
   for (int c : {1, 16}) {
-    std::vector<double> sdk, base;
+    std::vector<double> sdk, base, sdk_cpu, base_cpu, rate_ratio, cpu_ratio;
     std::size_t e1 = 0, e2 = 0, total_errors = 0;
     for (int r = 0; r < rounds; ++r) {
-      base.push_back(baseline_rate(port, c, requests, bytes, e2));
-      sdk.push_back(sdk_async_rate(port, c, requests, sr.request, e1));
+      double bc = 0, sc = 0;
+      base.push_back(baseline_rate(port, c, requests, bytes, e2, bc));
+      sdk.push_back(sdk_async_rate(port, c, requests, sr.request, e1, sc));
+      base_cpu.push_back(bc);
+      sdk_cpu.push_back(sc);
+      rate_ratio.push_back(sdk.back() / base.back());
+      cpu_ratio.push_back(sc / bc);
       total_errors += e1 + e2;
     }
-    double s = median(sdk), b = median(base);
-    std::printf("c=%-2d SDK async_infer : %9.0f req/s\n", c, s);
-    std::printf("c=%-2d Beast loop      : %9.0f req/s\n", c, b);
-    std::printf("c=%-2d ratio           : %.2fx the minimal loop (target >= 0.9), errors %zu\n", c,
-                s / b, total_errors);
+    const double target = c == 1 ? 0.9 : 0.95;
+    std::printf("c=%-2d SDK async_infer : %9.0f req/s  client CPU %5.1f us/req\n", c, median(sdk), median(sdk_cpu));
+    std::printf("c=%-2d Beast loop      : %9.0f req/s  client CPU %5.1f us/req\n", c, median(base), median(base_cpu));
+    std::printf("c=%-2d ratio           : %.2fx the minimal loop (target >= %.2f), client CPU %.2fx, errors %zu\n", c,
+                median(rate_ratio), target, median(cpu_ratio), total_errors);
     if (total_errors) status = 1;
     if (c == 1) {
       std::size_t e = 0;
       double blocking = sdk_blocking_rate(port, requests, sr.request, e);
       std::printf("c=1  SDK blocking infer: %9.0f req/s (%.2fx the loop), errors %zu\n", blocking,
-                  blocking / b, e);
+                  blocking / median(base), e);
     }
   }
   stop(spid);

@@ -129,6 +129,7 @@ class simple_backend final : public backend {
                            v2::tensor_data::view({reinterpret_cast<const std::byte*>(p), bytes}));
       return make_output(t, a->shape, v2::tensor_data::own(std::move(own)));
     };
+    e.outputs.reserve(e.outputs.size() + 2);
     e.outputs.push_back(result(c.outputs[0], sum, sum_own));
     e.outputs.push_back(result(c.outputs[1], diff, diff_own));
     return {};

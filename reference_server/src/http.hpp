@@ -99,7 +99,9 @@ class body_buffer {
 /// What a handler answers. Body parts after `body` are views kept alive by `owner`.
 struct reply {
   unsigned status = 200;
-  std::string content_type;
+  std::string_view content_type;  ///< always a literal
+  /// Inference-Header-Content-Length of a binary infer reply (written without a field entry).
+  std::optional<std::size_t> header_length;
   std::vector<std::pair<std::string, std::string>> fields;
   std::string body;
   std::vector<net::const_buffer> extra;

@@ -5,6 +5,8 @@
 // the same connection type serves the metrics port.
 #include "http.hpp"
 
+#include <inferwire/v2/binary.hpp>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -13,10 +15,12 @@
 #include <boost/beast/http/read.hpp>
 
 #include <array>
+#include <charconv>
 #include <cctype>
 #include <chrono>
 #include <limits>
 #include <new>
+#include <span>
 
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -377,6 +381,12 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     head_.append(bhttp::obsolete_reason(static_cast<bhttp::status>(reply_.status))).append("\r\n");
     if (!reply_.content_type.empty())
       head_.append("Content-Type: ").append(reply_.content_type).append("\r\n");
+    if (reply_.header_length) {
+      head_.append(inferwire::v2::header_length_field).append(": ");
+      char digits[24];
+      auto end = std::to_chars(digits, digits + sizeof digits, *reply_.header_length).ptr;
+      head_.append(digits, end).append("\r\n");
+    }
     for (const auto& [k, v] : reply_.fields) head_.append(k).append(": ").append(v).append("\r\n");
     if (!keep) head_.append("Connection: close\r\n");
     head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
@@ -388,7 +398,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
     }
     if (reply_.trace) reply_.trace->stamp_now("HTTP_SEND_START");
-    net::async_write(socket_, buffers_, transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
+    // A view of the list: the write keeps a copy of its buffer sequence.
+    net::async_write(socket_, std::span<const net::const_buffer>(buffers_), transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
       self->touch();
       if (const auto& trace = self->reply_.trace) {
         trace->stamp_now("HTTP_SEND_END");

@@ -133,25 +133,25 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
   const auto method = req.method();
   const bool get = method == bhttp::verb::get;  // HEAD: 405, headers only
   const bool post = method == bhttp::verb::post;
-  const reply not_allowed = error_reply(405, "Method Not Allowed");
+  const auto not_allowed = [] { return error_reply(405, "Method Not Allowed"); };
   switch (r.kind) {
     case endpoint::health_live: {
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       bool live = false;
       if (auto st = svc_.live(live)) return error_reply(st);
       return empty_reply(live ? 200 : 400);
     }
     case endpoint::health_ready:
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       return empty_reply(svc_.ready() ? 200 : 400);
     case endpoint::server_metadata:
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       return json_reply(s_.metadata_json);
     case endpoint::model_metadata:
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       return model_metadata(r);
     case endpoint::model_ready: {
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       bool ready = false;
       if (auto st = svc_.model_ready(r.model, r.version, ready)) return error_reply(st);
       // Upstream's HTTP frontend answers a model that is not ready with 400 and this text
@@ -160,32 +160,32 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
       return empty_reply(200);
     }
     case endpoint::model_config:
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       return model_config(r);
     case endpoint::model_stats:
     case endpoint::all_stats:
-      if (!get) return not_allowed;
+      if (!get) return not_allowed();
       return statistics(r);
     case endpoint::model_trace:
     case endpoint::trace:
-      if (!get && !post) return not_allowed;
+      if (!get && !post) return not_allowed();
       return trace(r, req);
     case endpoint::logging:
-      if (!get && !post) return not_allowed;
+      if (!get && !post) return not_allowed();
       return logging(req);
     case endpoint::model_infer:
-      if (!post) return not_allowed;
+      if (!post) return not_allowed();
       return infer(r, std::move(req), std::move(big), out, received);
     case endpoint::repository_index:
-      if (!post) return not_allowed;
+      if (!post) return not_allowed();
       return repository_index(req);
     case endpoint::repository_load:
     case endpoint::repository_unload:
-      if (!post) return not_allowed;
+      if (!post) return not_allowed();
       return repository_control(r, std::move(req), out);
     case endpoint::system_shm:
     case endpoint::cuda_shm:
-      if (r.action == "status" ? !get : !post) return not_allowed;
+      if (r.action == "status" ? !get : !post) return not_allowed();
       return shared_memory(r, req.body());
     case endpoint::model_generate:
     case endpoint::model_generate_stream:
@@ -442,7 +442,7 @@ reply endpoints::encode(infer_job& job, const std::string& accept) {
   const bool binary = job.encoded.has_binary_data();
   rep.content_type = binary ? "application/octet-stream" : "application/json";
   if (binary)
-    rep.fields.emplace_back(std::string(v2::header_length_field), std::to_string(job.encoded.header_length()));
+    rep.header_length = job.encoded.header_length();
   const auto coding = inferwire::http::negotiate_accept_encoding(accept);
   if (coding != inferwire::http::content_coding::identity) {
     std::vector<std::string_view> parts;
@@ -454,6 +454,7 @@ reply endpoints::encode(infer_job& job, const std::string& accept) {
     }
   }
   rep.body = std::move(job.encoded.header);
+  rep.extra.reserve(job.encoded.segments.size());
   for (auto seg : job.encoded.segments) rep.extra.push_back(net::buffer(seg.data(), seg.size()));
   return rep;
 }

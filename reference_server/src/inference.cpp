@@ -67,13 +67,23 @@ status validate_request(const model_config& c, const v2::infer_request& r,
       return status{errc::invalid_arg, prefix_of(r) + std::string(kind) + " '" + quote_input(name) +
                                            "' already exists in request"};
     };
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(r.inputs.size());
-    for (const auto& in : r.inputs)
-      if (!seen.insert(in.name).second) return duplicate("input", in.name);
-    seen.clear();
-    for (const auto& o : r.outputs)
-      if (!seen.insert(o.name).second) return duplicate("output", o.name);
+    // The first repeated name of `list`, if any: a pairwise scan for the usual handful of
+    // tensors (no allocation), a hash set beyond that.
+    auto repeated = [](const auto& list) -> const std::string* {
+      if (list.size() <= 16) {
+        for (std::size_t i = 1; i < list.size(); ++i)
+          for (std::size_t j = 0; j < i; ++j)
+            if (list[i].name == list[j].name) return &list[i].name;
+        return nullptr;
+      }
+      std::unordered_set<std::string_view> seen;
+      seen.reserve(list.size());
+      for (const auto& t : list)
+        if (!seen.insert(t.name).second) return &t.name;
+      return nullptr;
+    };
+    if (const auto* name = repeated(r.inputs)) return duplicate("input", *name);
+    if (const auto* name = repeated(r.outputs)) return duplicate("output", *name);
   }
   for (const auto& o : r.outputs)
     if (!c.output(o.name))

@@ -60,7 +60,7 @@ struct model_config {
   std::vector<tensor_config> inputs;
   std::vector<tensor_config> outputs;
   std::optional<sequence_config> sequence;
-  std::map<std::string, std::string> parameters;  ///< parameters[k].string_value
+  std::map<std::string, std::string, std::less<>> parameters;  ///< parameters[k].string_value
   std::string json;  ///< the GET .../config body
 
   bool batching() const noexcept { return max_batch_size > 0; }

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 
 namespace inferwire::http {
@@ -82,6 +83,7 @@ struct call_data {
   }
   void make_buffers() {
     buffers.clear();
+    buffers.reserve(2 + infer_body.segments.size());
     buffers.emplace_back(head.data(), head.size());
     if (!use_infer_body) {
       if (!owned_body.empty()) buffers.emplace_back(owned_body.data(), owned_body.size());
@@ -641,7 +643,8 @@ class exchange_op {
         // 3. Send, then read until the parser has the whole reply.
         BOOST_ASIO_CORO_YIELD {
           auto lock = io_lock();
-          net::async_write(*conn_->stream, call_->buffers, std::move(self));
+          // A view of the list: the write keeps a copy of its buffer sequence.
+          net::async_write(*conn_->stream, std::span<const net::const_buffer>(call_->buffers), std::move(self));
         }
         if (!ec) {
           conn_->parser.emplace(st.options.max_response_size);
@@ -992,13 +995,30 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
 // Building requests.
 
 // A path segment or query part: characters a path segment may carry pass as they are.
-INFERWIRE_DECL std::string encode_segment(std::string_view s) {
-  return boost::urls::encode(s, boost::urls::pchars - boost::urls::grammar::lut_chars("&=+"));
+// What a path segment or query part keeps as it is.
+inline constexpr auto segment_chars = boost::urls::pchars - boost::urls::grammar::lut_chars("&=+");
+
+INFERWIRE_DECL std::string encode_segment(std::string_view s) { return boost::urls::encode(s, segment_chars); }
+
+/// Appends `s` percent-encoded as a path segment, without a temporary string.
+INFERWIRE_DECL void append_segment(std::string& out, std::string_view s) {
+  const std::size_t n = boost::urls::encoded_size(s, segment_chars);
+  const std::size_t at = out.size();
+  out.resize(at + n);
+  boost::urls::encode(out.data() + at, n, s, segment_chars);
 }
 
-INFERWIRE_DECL std::string model_path(const model_id& m) {
-  std::string t = "/v2/models/" + encode_segment(m.name);
-  if (!m.version.empty()) t += "/versions/" + encode_segment(m.version);
+/// "/v2/models/<name>[/versions/<version>]<suffix>", built in one string.
+INFERWIRE_DECL std::string model_path(const model_id& m, std::string_view suffix = {}) {
+  std::string t;
+  t.reserve(32 + m.name.size() + m.version.size() + suffix.size());
+  t += "/v2/models/";
+  append_segment(t, m.name);
+  if (!m.version.empty()) {
+    t += "/versions/";
+    append_segment(t, m.version);
+  }
+  t += suffix;
   return t;
 }
 
@@ -1300,7 +1320,7 @@ auto basic_client<Stream>::prepare_server_ready(const call_options& o) -> prepar
 template <class Stream>
 auto basic_client<Stream>::prepare_model_ready(model_id m, const call_options& o)
     -> prepared<bool> {
-  return {detail::get_call(*state_, detail::model_path(m) + "/ready", o), &detail::parse_health};
+  return {detail::get_call(*state_, detail::model_path(m, "/ready"), o), &detail::parse_health};
 }
 
 template <class Stream>
@@ -1319,22 +1339,27 @@ auto basic_client<Stream>::prepare_model_metadata(model_id m, const call_options
 template <class Stream>
 auto basic_client<Stream>::prepare_model_config(model_id m, const call_options& o)
     -> prepared<boost::json::value> {
-  return {detail::get_call(*state_, detail::model_path(m) + "/config", o),
+  return {detail::get_call(*state_, detail::model_path(m, "/config"), o),
           &detail::parse_json_as<boost::json::value>};
 }
 
 template <class Stream>
 auto basic_client<Stream>::prepare_infer(model_id m, const v2::infer_request& request,
                                          const call_options& o) -> prepared<infer_result> {
-  auto c = detail::begin_call(*state_, "POST", detail::model_path(m) + "/infer", o);
+  auto c = detail::begin_call(*state_, "POST", detail::model_path(m, "/infer"), o);
   c->use_infer_body = true;
   // Like Triton's clients: with no outputs listed, every output comes back binary.
   status st;
   if (request.outputs.empty() && !request.raw_binary &&
       !request.parameters.contains("binary_data_output")) {
-    parameter_map parameters = request.parameters;
-    parameters.set("binary_data_output", true);
-    st = v2::encode_infer_request(request, parameters, c->infer_body);
+    if (request.parameters.empty()) {
+      static const parameter_map only_binary{{"binary_data_output", true}};
+      st = v2::encode_infer_request(request, only_binary, c->infer_body);
+    } else {
+      parameter_map parameters = request.parameters;
+      parameters.set("binary_data_output", true);
+      st = v2::encode_infer_request(request, parameters, c->infer_body);
+    }
   } else {
     st = v2::encode_infer_request(request, c->infer_body);
   }
@@ -1351,7 +1376,7 @@ auto basic_client<Stream>::prepare_infer(model_id m, const v2::infer_request& re
 template <class Stream>
 auto basic_client<Stream>::prepare_model_statistics(model_id m, const call_options& o)
     -> prepared<v2::statistics_response> {
-  std::string target = m.name.empty() ? "/v2/models/stats" : detail::model_path(m) + "/stats";
+  std::string target = m.name.empty() ? "/v2/models/stats" : detail::model_path(m, "/stats");
   return {detail::get_call(*state_, std::move(target), o),
           &detail::parse_json_as<v2::statistics_response>};
 }

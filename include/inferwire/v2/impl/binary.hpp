@@ -473,6 +473,14 @@ INFERWIRE_DECL status decode_infer_header(const boost::json::value& doc, std::st
   return {};
 }
 
+/// Storage for a JSON document that lives only for one call: a stack buffer serves small
+/// headers without touching the heap; larger ones take blocks from the heap, all freed at once.
+struct call_scoped_json {
+  unsigned char arena[8192];
+  boost::json::monotonic_resource resource{arena, sizeof arena};
+  boost::json::storage_ptr storage() noexcept { return &resource; }
+};
+
 }  // namespace detail
 
 INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::size_t header_length,
@@ -481,7 +489,8 @@ INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::si
   infer_request req;
   if (header_length == 0) {
     st = detail::decode_raw_body(body, limits, req);
-    return st ? infer_request{} : req;
+    if (st) return {};
+    return req;  // moved, not copied (a conditional expression would copy it)
   }
   if (header_length > body.size()) {
     st = {errc::invalid_arg, "inference header size should be in range (0, " +
@@ -489,14 +498,12 @@ INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::si
     return {};
   }
   if ((st = check_json_size(header_length, limits))) return {};
-  // The parsed document lives only for this call: a stack buffer serves small headers
-  // without touching the heap.
-  unsigned char arena[8192];
-  boost::json::monotonic_resource mr(arena, sizeof arena);
-  const boost::json::value doc = parse_json(body.substr(0, header_length), st, max_json_depth, &mr);
+  detail::call_scoped_json scratch;
+  const boost::json::value doc = parse_json(body.substr(0, header_length), st, max_json_depth, scratch.storage());
   if (st) return {};
   st = detail::decode_infer_header(doc, body, header_length, std::string(model), limits, req);
-  return st ? infer_request{} : req;
+  if (st) return {};
+  return req;
 }
 
 INFERWIRE_DECL infer_request decode_infer_request(std::string_view body, std::size_t header_length,
@@ -568,6 +575,7 @@ INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_bod
   h.clear();
   out.segments.clear();
   h.reserve(128 + 96 * r.outputs.size());
+  out.segments.reserve(r.outputs.size());
   h += '{';
   if (!r.id.empty()) {
     detail::append_key(h, "id");
@@ -638,7 +646,8 @@ INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
   if (hl > body.size())
     return fail({errc::internal, "Inference-Header-Content-Length " + std::to_string(hl) +
                                      " exceeds the body size " + std::to_string(body.size())});
-  json::value doc = parse_json(body.substr(0, hl), st);
+  detail::call_scoped_json scratch;
+  json::value doc = parse_json(body.substr(0, hl), st, max_json_depth, scratch.storage());
   if (st) return {};
   const json::object* root = as_object(doc, st);
   if (!root) return {};
@@ -679,6 +688,7 @@ INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
       f = member(*out, "shape", st);
       const json::array* shape = f ? as_array(*f, st) : nullptr;
       if (!shape) return fail(detail::unable_to_parse(st, "shape"));
+      io.shape.reserve(shape->size());
       for (const auto& d : *shape) {
         std::int64_t i = {};
         if (!as_int64(d, i, st)) return fail(detail::unable_to_parse(st, "shape"));
@@ -746,6 +756,7 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
     return {};
   }
   h.reserve(96 + 128 * q.inputs.size() + 64 * q.outputs.size());
+  out.segments.reserve(q.inputs.size());
   h += '{';
   if (!q.id.empty()) {
     detail::append_key(h, "id");

@@ -137,7 +137,9 @@ INFERWIRE_DECL boost::json::value parse_json(std::string_view text, status& st, 
 
   json::parse_options opt;
   opt.max_depth = max_depth;
-  json::parser p(json::storage_ptr(), opt);
+  // The parser's own scratch space (its stack of unfinished values) starts on this stack.
+  unsigned char temp[1024];
+  json::parser p(json::storage_ptr(), opt, temp, sizeof temp);
   p.reset(std::move(sp));
   json::error_code ec;
   std::size_t n = p.write_some(text.data(), text.size(), ec);
