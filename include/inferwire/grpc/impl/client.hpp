@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/grpc/impl/client.hpp — bodies of client.hpp: the generated stubs, the conversions,
-// gRPC's synchronous API for the blocking forms and its completion-queue API, on one thread per
-// client, for the asynchronous ones.
+// gRPC's synchronous API for the blocking forms and its completion-queue API, on one thread
+// shared by all clients, for the asynchronous unary ones (streams: see stream.hpp).
 #ifndef INFERWIRE_GRPC_IMPL_CLIENT_HPP
 #define INFERWIRE_GRPC_IMPL_CLIENT_HPP
 
