@@ -33,7 +33,6 @@
 #include <numeric>
 #include <vector>
 
-#include <sys/resource.h>
 
 namespace ig = inferwire::grpc;
 namespace v2 = inferwire::v2;
@@ -47,20 +46,9 @@ struct result {
   double cpu_us_per_request = 0;
 };
 
-double cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 constexpr double seconds = 1.0;
 constexpr int rounds = 5;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The clock and the CPU time of one measurement, started and stopped by the code measured so
 // that making, warming up and destroying its clients stay outside it.
@@ -68,13 +56,13 @@ struct meter {
   double cpu0 = 0, cpu = 0, wall = 0;
   clock_type::time_point t0;
   clock_type::time_point start() {
-    cpu0 = cpu_seconds();
+    cpu0 = bench::self_cpu_seconds();
     t0 = clock_type::now();
     return t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
   }
   void stop() {
     wall = std::chrono::duration<double>(clock_type::now() - t0).count();
-    cpu = cpu_seconds() - cpu0;
+    cpu = bench::self_cpu_seconds() - cpu0;
   }
 };
 
@@ -237,14 +225,14 @@ int main() {
         cpu_ratio[k].push_back(sdk_results[k].cpu_us_per_request / base.cpu_us_per_request);
       }
     }
-    std::printf("outstanding %2d: completion-queue baseline %8.0f req/s %6.1f us CPU/req\n", n, median(base_rps),
-                median(base_cpu));
+    std::printf("outstanding %2d: completion-queue baseline %8.0f req/s %6.1f us CPU/req\n", n, bench::median(base_rps),
+                bench::median(base_cpu));
     const char* what[2] = {"handlers on io_context", "handlers inline"};
     for (int k = 0; k < 2; ++k) {
-      const double rate = median(rate_ratio[k]), c = median(cpu_ratio[k]);
+      const double rate = bench::median(rate_ratio[k]), c = bench::median(cpu_ratio[k]);
       std::printf("                SDK, %-22s %8.0f req/s %6.1f us CPU/req   rate %.2fx (>= 0.95: %s)   CPU %.2fx "
                   "(<= 1.2: %s)\n",
-                  what[k], median(rps[k]), median(cpu[k]), rate, rate >= 0.95 ? "met" : "NOT met", c,
+                  what[k], bench::median(rps[k]), bench::median(cpu[k]), rate, rate >= 0.95 ? "met" : "NOT met", c,
                   c <= 1.2 ? "met" : "NOT met");
     }
   }

@@ -32,7 +32,6 @@
 #include <functional>
 #include <numeric>
 
-#include <sys/resource.h>
 
 namespace http = inferwire::http;
 namespace v2 = inferwire::v2;
@@ -83,20 +82,6 @@ std::string capture_sdk_request(const v2::infer_request& request, const std::str
   return captured;
 }
 
-/// CPU time of this process (the client; the server is another process), in seconds.
-double cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-/// A measured run: requests per second and the client's CPU per request.
-struct run_result {
-  double rate = 0;
-  double cpu_us = 0;
-};
-
 double sdk_async_rate(int port, int concurrency, std::size_t requests,
                       const v2::infer_request& request, std::size_t& errors, double& cpu_us) {
   net::io_context ioc(1);
@@ -120,12 +105,12 @@ double sdk_async_rate(int port, int concurrency, std::size_t requests,
   ioc.restart();
   started = done = 0;
   limit = requests;
-  const double cpu0 = cpu_seconds();
+  const double cpu0 = bench::self_cpu_seconds();
   auto t0 = clock_type::now();
   for (int i = 0; i < concurrency; ++i) next();
   ioc.run();
   double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-  cpu_us = (cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
+  cpu_us = (bench::self_cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
   return double(done) / secs;
 }
 
@@ -199,18 +184,13 @@ double baseline_rate(int port, int concurrency, std::size_t requests, const std:
   ioc.restart();
   budget = requests;
   done = 0;
-  const double cpu0 = cpu_seconds();
+  const double cpu0 = bench::self_cpu_seconds();
   auto t0 = clock_type::now();
   for (auto& l : loops) l->next();
   ioc.run();
   double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-  cpu_us = (cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
+  cpu_us = (bench::self_cpu_seconds() - cpu0) / static_cast<double>(done) * 1e6;
   return double(done) / secs;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

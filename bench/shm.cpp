@@ -37,11 +37,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <class F>
 double time_us(F&& f) {
   auto t0 = clock_type::now();

@@ -1008,14 +1008,18 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
 // What a path segment or query part keeps as it is.
 inline constexpr auto segment_chars = boost::urls::pchars - boost::urls::grammar::lut_chars("&=+");
 
-INFERWIRE_DECL std::string encode_segment(std::string_view s) { return boost::urls::encode(s, segment_chars); }
-
 /// Appends `s` percent-encoded as a path segment, without a temporary string.
 INFERWIRE_DECL void append_segment(std::string& out, std::string_view s) {
   const std::size_t n = boost::urls::encoded_size(s, segment_chars);
   const std::size_t at = out.size();
   out.resize(at + n);
   boost::urls::encode(out.data() + at, n, s, segment_chars);
+}
+
+INFERWIRE_DECL std::string encode_segment(std::string_view s) {
+  std::string out;
+  append_segment(out, s);
+  return out;
 }
 
 /// "/v2/models/<name>[/versions/<version>]<suffix>", built in one string.
