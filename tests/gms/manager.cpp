@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
+#include <iterator>
 
 #include <sys/wait.h>
 
@@ -186,6 +188,89 @@ TEST_CASE("gms memory_manager: create_mappings imports a layout with pipelined e
   CHECK(exported[1].info.allocation_id == ids[4]);
   CHECK(exported[2].info.aligned_size == MiB2);
   for (const auto& e : exported) CHECK(static_cast<bool>(e.fd));
+}
+
+namespace {
+
+/// mmap_mapper whose import fails once `fail_at` imports have succeeded (a device refusing a
+/// handle in the middle of a batch).
+struct failing_mapper : gms::mmap_mapper {
+  int* imports = nullptr;
+  int fail_at = -1;
+  handle import(gms::unique_fd fd, std::size_t size) {
+    if (fail_at >= 0 && *imports == fail_at) throw gms::error("import refused by the test");
+    ++*imports;
+    return gms::mmap_mapper::import(std::move(fd), size);
+  }
+};
+
+std::ptrdiff_t open_fds() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+}
+
+}  // namespace
+
+TEST_CASE("gms memory_manager: create_mappings puts a batch side by side in one reservation", "[gms]") {
+  test_server s;
+  manager writer(s.path());
+  publish(writer, {MiB2, 2 * MiB2, MiB2, MiB2}, 'r');
+  manager reader(s.path());
+  reader.connect(requested_lock_type::ro);
+  std::vector<std::string> ids;
+  for (const auto& a : reader.list_handles()) ids.push_back(a.allocation_id);
+  auto vas = reader.create_mappings(ids);
+  REQUIRE(vas.size() == 4);
+  // In reply order, each right after the one before.
+  CHECK(vas[1] == vas[0] + MiB2);
+  CHECK(vas[2] == vas[1] + 2 * MiB2);
+  CHECK(vas[3] == vas[2] + MiB2);
+  for (auto va : vas) CHECK(reader.find(va)->reservation == vas[0]);
+  CHECK(at(vas[1])[2 * MiB2 - 1] == 'r');
+  // Freeing one keeps the others mapped and its range reserved; the last gives it all back.
+  reader.free_va(vas[1]);
+  CHECK(at(vas[2])[0] == 'r');
+  CHECK(reader.mapper().validate(vas[1]));  // still ours (PROT_NONE)
+  CHECK(write_faults(at(vas[1])));
+  reader.free_va(vas[0]);
+  reader.free_va(vas[3]);
+  CHECK(reader.mapper().validate(vas[0]));
+  reader.free_va(vas[2]);
+  CHECK_FALSE(reader.mapper().validate(vas[0]));
+  CHECK_FALSE(reader.mapper().validate(vas[3]));
+  // Mapped again: a new reservation.
+  auto again = reader.create_mappings({ids[2], ids[3]});
+  CHECK(again[1] == again[0] + MiB2);
+  CHECK(at(again[1])[MiB2 - 1] == 'r');
+}
+
+TEST_CASE("gms memory_manager: a failed import maps none of the batch and keeps the session", "[gms]") {
+  test_server s;
+  manager writer(s.path());
+  publish(writer, std::vector<std::int64_t>(40, MiB2), 'f');
+  std::vector<std::string> ids;
+  {
+    manager warm(s.path());  // the server's read-only descriptors are made on first export
+    warm.connect(requested_lock_type::ro);
+    for (const auto& a : warm.list_handles()) ids.push_back(a.allocation_id);
+    warm.create_mappings(ids);
+  }
+  int imports = 0;
+  failing_mapper fm;
+  fm.imports = &imports;
+  fm.fail_at = 20;
+  gms::memory_manager<failing_mapper> m(s.path(), fm);
+  m.connect(requested_lock_type::ro);
+  const auto baseline = open_fds();
+  CHECK_THROWS_WITH(m.create_mappings(ids), "import refused by the test");
+  CHECK(m.mappings().empty());
+  CHECK(imports == 20);
+  // Every reply was read (the descriptors after the failure closed), so the session goes on.
+  CHECK(eventually([&] { return open_fds() == baseline; }));
+  CHECK(m.metadata_get("t3").found);
+  m.mapper().fail_at = -1;
+  auto vas = m.create_mappings(ids);
+  CHECK(m.mappings().size() == 40);
+  CHECK(at(vas[39])[0] == 'f');
 }
 
 TEST_CASE("gms memory_manager: remap after sleep", "[gms]") {

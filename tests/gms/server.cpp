@@ -131,6 +131,55 @@ TEST_CASE("gms server: exported descriptors share the allocation's memory", "[gm
   ::munmap(const_cast<char*>(q), MiB2);
 }
 
+TEST_CASE("gms server: exports queued behind a full socket keep their memory when it is freed", "[gms]") {
+  // Replies that go out at once carry the backend's own descriptor; those that must wait get
+  // a copy, which stays valid after the free that follows them.
+  server_config cfg;
+  cfg.adjust = [](gms::server_options& o) { o.max_pending_fds = 1000; };
+  test_server s(cfg);
+  gms::session w(s.path(), requested_lock_type::rw);
+  auto a = w.allocate(MiB2);
+  {
+    auto e = w.export_allocation(a.allocation_id);
+    auto* p = static_cast<char*>(map_fd(e.fd.get(), MiB2, PROT_READ | PROT_WRITE));
+    std::memcpy(p + 4096, "kept", 4);
+    ::munmap(p, MiB2);
+  }
+  const int exports = 400;  // more replies with descriptors than a socket buffer holds
+  std::string frames;
+  for (int i = 0; i < exports; ++i) frames += gms::encode_frame(gms::export_allocation_request{a.allocation_id});
+  frames += gms::encode_frame(gms::free_allocation_request{a.allocation_id});
+  const int sock = w.native_handle();
+  REQUIRE(::send(sock, frames.data(), frames.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(frames.size()));
+  // Read only once the server has freed the allocation.
+  CHECK(eventually([&] { return s.backend_bytes() == 0; }));
+  gms::frame_reader reader;
+  std::vector<int> fds;
+  std::vector<gms::message> replies;
+  std::vector<char> buf(4096);
+  while (replies.size() < static_cast<std::size_t>(exports + 1)) {
+    std::string payload;
+    if (reader.next(payload) == gms::frame_reader::result::frame) {
+      replies.push_back(gms::decode(payload));
+      continue;
+    }
+    const ssize_t n = gms::recv_with_fds(sock, buf.data(), buf.size(), fds);
+    REQUIRE(n > 0);
+    reader.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  REQUIRE(fds.size() == static_cast<std::size_t>(exports));
+  for (int i = 0; i < exports; ++i)
+    CHECK(std::holds_alternative<gms::export_allocation_response>(replies[static_cast<std::size_t>(i)]));
+  REQUIRE(std::holds_alternative<gms::free_allocation_response>(replies.back()));
+  CHECK(std::get<gms::free_allocation_response>(replies.back()).success);
+  for (int fd : {fds.front(), fds.back()}) {
+    auto* q = static_cast<const char*>(map_fd(fd, MiB2, PROT_READ));
+    CHECK(std::string(q + 4096, 4) == "kept");
+    ::munmap(const_cast<char*>(q), MiB2);
+  }
+  for (int fd : fds) ::close(fd);
+}
+
 TEST_CASE("gms server: a writer that disconnects before commit aborts and clears", "[gms]") {
   test_server s;
   {

@@ -69,11 +69,23 @@ concept read_only_exporting_backend = backend<B> && requires(B& b, const typenam
   { b.export_read_only_fd(h) } -> std::same_as<int>;
 };
 
+/// A backend that keeps one descriptor of each allocation for the allocation's whole life and
+/// lends it for sending: `lent_fd(h)` (and `lent_read_only_fd(h)` where the backend also models
+/// read_only_exporting_backend) return descriptors the backend still owns, valid until
+/// release(h). The server sends a lent descriptor when the reply can go out at once (the
+/// kernel takes its own reference) and falls back to export_fd's copy when it must queue it.
+template <class B>
+concept lending_backend = backend<B> && requires(B& b, const typename B::handle& h) {
+  { b.lent_fd(h) } -> std::same_as<int>;
+};
+
 /// A client's address space. Virtual addresses are reserved once and stay reserved across
 /// unmap and map (so a layout is remapped at the same addresses); `import` takes ownership of
 /// the descriptor; `unmap` releases the handle but keeps the reservation; `synchronize` waits
 /// for outstanding device work before memory goes away; `validate` says whether an address is
-/// currently backed.
+/// currently backed. `free_va` is called with exactly the range `reserve` returned. A mapper
+/// whose handle does not release itself when destroyed also has `release(handle&) noexcept`,
+/// called for a handle that was imported but never mapped (a failed batch).
 template <class M>
 concept mapper = requires(M& m, const M& cm, typename M::handle& h, unique_fd fd, std::size_t size,
                           std::uintptr_t va, bool writable) {
@@ -86,6 +98,16 @@ concept mapper = requires(M& m, const M& cm, typename M::handle& h, unique_fd fd
   { m.unmap(va, size, h) } noexcept;
   m.synchronize();
   { cm.validate(va) } -> std::convertible_to<bool>;
+};
+
+/// A mapper that can map without granting access and then grant it over a whole contiguous
+/// range of mappings in one call (cuMemSetAccess may span many cuMemMap ranges).
+/// memory_manager uses it when it maps many allocations at once.
+template <class M>
+concept range_access_mapper = mapper<M> && requires(M& m, typename M::handle& h, std::uintptr_t va, std::size_t size,
+                                                    bool writable) {
+  m.map_without_access(va, size, h);
+  m.set_access(va, size, writable);
 };
 
 }  // namespace inferwire::gms

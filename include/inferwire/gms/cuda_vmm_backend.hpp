@@ -62,6 +62,9 @@ class cuda_vmm_backend {
     return fd;
   }
 
+  /// The descriptor exported at allocation (still owned here).
+  int lent_fd(const handle& h) const noexcept { return h.fd; }
+
   void release(handle& h) noexcept {
     if (h.fd >= 0) ::close(h.fd);
     if (h.memory) {
@@ -77,7 +80,7 @@ class cuda_vmm_backend {
   std::size_t allocated_ = 0;
 };
 
-static_assert(backend<cuda_vmm_backend>);
+static_assert(lending_backend<cuda_vmm_backend>);
 
 }  // namespace inferwire::gms
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/gms/cuda_vmm_mapper.hpp
 //
-// cuda_vmm_mapper, a GMS client's address space on a GPU (a gms::mapper): import the fd (closed
-// right after), reserve VA, map, set access (read-only for RO sessions, read-write for RW),
-// unmap + release keeping the VA. Failures throw cuda_vmm_error.
+// cuda_vmm_mapper, a GMS client's address space on a GPU (a gms::range_access_mapper): import
+// the fd (closed right after), reserve VA, map, set access (read-only for RO sessions,
+// read-write for RW; one call for a whole contiguous range when many allocations are mapped at
+// once), unmap + release keeping the VA. Failures throw cuda_vmm_error.
 #ifndef INFERWIRE_GMS_CUDA_VMM_MAPPER_HPP
 #define INFERWIRE_GMS_CUDA_VMM_MAPPER_HPP
 
@@ -53,18 +54,36 @@ class cuda_vmm_mapper {
     return h;
   }
 
+  /// Maps and sets the access of this device.
   void map(std::uintptr_t va, std::size_t size, handle& h, bool writable) {
-    const auto& d = detail::vmm();
-    detail::vmm_check(d.map(static_cast<CUdeviceptr>(va), size, 0, h, 0), "cuMemMap");
+    map_without_access(va, size, h);
+    try {
+      set_access(va, size, writable);
+    } catch (...) {
+      detail::vmm().unmap(static_cast<CUdeviceptr>(va), size);
+      throw;
+    }
+  }
+
+  /// Maps only; the range has no access until set_access (one call may cover many mappings).
+  void map_without_access(std::uintptr_t va, std::size_t size, handle& h) {
+    detail::vmm_check(detail::vmm().map(static_cast<CUdeviceptr>(va), size, 0, h, 0), "cuMemMap");
+  }
+
+  /// Read-only or read-write access for this device over `[va, va + size)`, which must be
+  /// fully mapped.
+  void set_access(std::uintptr_t va, std::size_t size, bool writable) {
     CUmemAccessDesc access{};
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     access.location.id = device_;
     access.flags = writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
-    const CUresult r = d.set_access(static_cast<CUdeviceptr>(va), size, &access, 1);
-    if (r != CUDA_SUCCESS) {
-      d.unmap(static_cast<CUdeviceptr>(va), size);
-      detail::vmm_check(r, "cuMemSetAccess");
-    }
+    detail::vmm_check(detail::vmm().set_access(static_cast<CUdeviceptr>(va), size, &access, 1), "cuMemSetAccess");
+  }
+
+  /// Releases a handle that was imported but not mapped.
+  void release(handle& h) noexcept {
+    if (h) detail::vmm().release(h);
+    h = 0;
   }
 
   void unmap(std::uintptr_t va, std::size_t size, handle& h) noexcept {
@@ -88,7 +107,7 @@ class cuda_vmm_mapper {
   std::size_t granularity_;
 };
 
-static_assert(mapper<cuda_vmm_mapper>);
+static_assert(range_access_mapper<cuda_vmm_mapper>);
 
 }  // namespace inferwire::gms
 

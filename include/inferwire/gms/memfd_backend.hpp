@@ -10,6 +10,9 @@
 // than out-of-memory throw std::system_error, which the server answers as errors, and
 // export_read_only_fd gives read-only sessions descriptors that cannot write.
 //
+// Each allocation keeps its descriptor (and, once a reader asked, a read-only one) for its
+// life: the server sends those directly when a reply can go out at once (lending_backend).
+//
 // Every object is sealed against shrinking and growing once sized (F_SEAL_SHRINK,
 // F_SEAL_GROW): no holder of a descriptor, the server included, can truncate it, so no mapping
 // of it can ever fault with SIGBUS. Readers get descriptors opened read-only, so their
@@ -38,6 +41,9 @@ class memfd_backend {
   struct handle {
     int fd = -1;
     std::size_t size = 0;
+    /// The object opened read-only, on the first read-only export (readers import the same
+    /// allocations again and again; reopening through /proc costs a path walk each time).
+    mutable int read_only_fd = -1;
   };
 
   /// `granularity` must be a power of two multiple of the page size; `capacity` bounds the
@@ -80,13 +86,25 @@ class memfd_backend {
     return fd;
   }
 
-  /// A new descriptor of the allocation that only reads: the object reopened O_RDONLY
-  /// through /proc/self/fd (a dup would share the original's read-write mode).
+  /// A new descriptor of the allocation that only reads: a dup of lent_read_only_fd.
   int export_read_only_fd(const handle& h) {
-    const std::string path = "/proc/self/fd/" + std::to_string(h.fd);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open(" + path + ")");
+    int fd = ::fcntl(lent_read_only_fd(h), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup");
     return fd;
+  }
+
+  /// The allocation's own descriptor (still owned here).
+  int lent_fd(const handle& h) const noexcept { return h.fd; }
+
+  /// The object reopened O_RDONLY through /proc/self/fd (a dup of the original would share its
+  /// read-write mode), once per allocation; still owned here.
+  int lent_read_only_fd(const handle& h) {
+    if (h.read_only_fd < 0) {
+      const std::string path = "/proc/self/fd/" + std::to_string(h.fd);
+      h.read_only_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (h.read_only_fd < 0) throw std::system_error(errno, std::generic_category(), "open(" + path + ")");
+    }
+    return h.read_only_fd;
   }
 
   void release(handle& h) noexcept {
@@ -94,6 +112,7 @@ class memfd_backend {
       ::close(h.fd);
       allocated_ -= h.size;
     }
+    if (h.read_only_fd >= 0) ::close(h.read_only_fd);
     h = {};
   }
 
@@ -103,7 +122,7 @@ class memfd_backend {
   std::size_t allocated_ = 0;
 };
 
-static_assert(read_only_exporting_backend<memfd_backend>);
+static_assert(read_only_exporting_backend<memfd_backend> && lending_backend<memfd_backend>);
 
 }  // namespace inferwire::gms
 

@@ -27,10 +27,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -51,6 +55,9 @@ struct local_mapping {
   std::string tag;
   std::int64_t layout_slot = 0;
   bool mapped = false;
+  /// Start of the VA reservation the mapping lies in (create_mappings reserves once for all the
+  /// allocations it maps; the reservation goes back when its last mapping is freed).
+  std::uintptr_t reservation = 0;
 };
 
 template <mapper Mapper>
@@ -125,7 +132,8 @@ class memory_manager {
 
   // --- tier 1: address space -----------------------------------------------------------------
 
-  std::uintptr_t reserve_va(std::int64_t size) { return mapper_.reserve(static_cast<std::size_t>(align(size))); }
+  /// Reserves address space for map_va (it goes back with the last mapping in it, or at close).
+  std::uintptr_t reserve_va(std::int64_t size);
 
   /// Imports `fd` (consumed) and maps it at `va` with the access of the granted lock.
   void map_va(unique_fd fd, std::uintptr_t va, std::int64_t size, std::int64_t aligned_size,
@@ -143,9 +151,12 @@ class memory_manager {
   std::uintptr_t create_mapping(std::optional<std::string> allocation_id = {}, std::int64_t size = 0, std::string tag = "default");
 
   /// Imports and maps many allocations at once (a reader loading a layout): their export
-  /// requests are pipelined (session::export_allocations), each mapped as its descriptor
-  /// arrives. Returns the VAs in the order of `allocation_ids`; already mapped ones keep theirs.
-  /// If the server refuses one, the others are mapped and the refusal is thrown afterwards.
+  /// requests are pipelined (session::export_allocations), each descriptor is imported as it
+  /// arrives, then one VA reservation takes them all, side by side in reply order, and access is
+  /// set once for the whole range where the mapper can (range_access_mapper). Returns the VAs
+  /// in the order of `allocation_ids`; already mapped ones keep theirs. If the server refuses
+  /// one, the others are mapped and the refusal is thrown afterwards; if importing or mapping
+  /// fails, none of the batch is mapped.
   std::vector<std::uintptr_t> create_mappings(const std::vector<std::string>& allocation_ids);
 
   /// Frees the allocation on the server when this is an RW session, then unmaps and releases
@@ -160,8 +171,9 @@ class memory_manager {
   void unmap_all_vas();
 
   /// Maps every preserved VA back to the allocation in the same layout slot of the committed
-  /// (or, for a writer, current) layout. Throws stale_memory_layout when the layout hash
-  /// changed since it was saved, or a slot is missing or differs in size or tag.
+  /// (or, for a writer, current) layout, with the exports pipelined as in create_mappings.
+  /// Throws stale_memory_layout when the layout hash changed since it was saved, or a slot is
+  /// missing or differs in size or tag; then nothing is mapped.
   void remap_all_vas();
 
   /// Allocates a new allocation for every unmapped mapping, in slot order, with that mapping's
@@ -243,6 +255,28 @@ class memory_manager {
   std::optional<std::uintptr_t> mapped_va(const std::string& allocation_id) const;
   /// Reserves a VA for an exported allocation and maps it.
   std::uintptr_t map_exported(exported_allocation e);
+
+  /// An imported allocation and where it goes.
+  struct placement {
+    allocation_info info;
+    typename Mapper::handle handle;
+    std::uintptr_t va = 0;
+    std::uintptr_t reservation = 0;
+  };
+  /// The aligned size of an exported allocation, checked against the granularity.
+  std::size_t checked_size(const allocation_info& info) const;
+  /// Maps every placement (sorted by VA) with the access of the granted lock and records it;
+  /// all or nothing: on failure every handle is unmapped or released and nothing is recorded.
+  void map_placements(std::vector<placement>& placements);
+  void record(placement&& p);
+  /// Releases a handle that was imported but not mapped.
+  void drop(typename Mapper::handle& h) noexcept {
+    if constexpr (requires { mapper_.release(h); }) mapper_.release(h);
+  }
+  /// One mapping fewer in the reservation at `base`; the last gives it back.
+  void release_reservation(std::uintptr_t base) noexcept;
+  /// The reservation containing `va`, or a new record of one `size` bytes long at `va`.
+  std::uintptr_t reservation_of(std::uintptr_t va, std::size_t size);
   session& live() {
     if (!session_ || !session_->connected()) {
       session_.reset();
@@ -268,6 +302,11 @@ class memory_manager {
   std::map<std::uintptr_t, local_mapping> mappings_;
   std::map<std::uintptr_t, typename Mapper::handle> handles_;
   std::map<std::string, std::uintptr_t> by_id_;
+  struct reservation {
+    std::size_t size = 0;
+    std::size_t mappings = 0;  ///< local_mappings (mapped or preserved) inside it
+  };
+  std::map<std::uintptr_t, reservation> reservations_;
   std::optional<std::string> saved_hash_;
   bool unmapped_ = false;
   bool va_preserved_ = false;

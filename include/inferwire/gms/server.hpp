@@ -163,6 +163,9 @@ class server {
   void read(const connection_ptr& c);
   void serve_frame(const connection_ptr& c, const std::string& payload);
   int export_descriptor(const connection_ptr& c, const typename Backend::handle& h);
+  /// Sends an export's reply at once with the backend's own descriptor where it lends one and
+  /// nothing is queued before it; false: not sent (queue it with export_descriptor's copy).
+  bool send_lent(const connection_ptr& c, const std::string& frame, const typename Backend::handle& h);
   void on_frame(const connection_ptr& c, const std::string& payload);
   void on_first(const connection_ptr& c, message&& m);
   void start_handshake(const connection_ptr& c, const handshake_request& q);

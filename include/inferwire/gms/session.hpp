@@ -25,6 +25,8 @@
 #include <inferwire/gms/framing.hpp>
 
 #include <chrono>
+#include <concepts>
+#include <exception>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -126,6 +128,12 @@ class session {
   /// refuses does not stop the others: every reply is read (the session stays usable), then the
   /// first refusal is thrown as server_error.
   std::vector<exported_allocation> export_allocations(const std::vector<std::string>& ids, std::size_t window = 32);
+  /// The same, handing each export to `on_export` as its reply arrives (so the caller imports
+  /// descriptors while the server is still sending). If `on_export` throws, the remaining
+  /// replies are still read (their descriptors closed) and its exception is rethrown; it takes
+  /// precedence over a refusal.
+  template <std::invocable<exported_allocation&&> OnExport>
+  void export_allocations(const std::vector<std::string>& ids, OnExport&& on_export, std::size_t window = 32);
   allocation_info get_allocation(const std::string& id);
   /// Every allocation, or those with `tag`.
   std::vector<get_allocation_response> list_allocations(std::optional<std::string> tag = {});

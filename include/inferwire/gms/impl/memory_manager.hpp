@@ -31,14 +31,101 @@ auto memory_manager<Mapper>::allocate_handle(std::int64_t size, std::string tag)
 }
 
 template <mapper Mapper>
+auto memory_manager<Mapper>::reserve_va(std::int64_t size) -> std::uintptr_t {
+  const auto bytes = static_cast<std::size_t>(align(size));
+  const std::uintptr_t va = mapper_.reserve(bytes);
+  reservations_[va] = {bytes, 0};
+  return va;
+}
+
+template <mapper Mapper>
 auto memory_manager<Mapper>::map_va(unique_fd fd, std::uintptr_t va, std::int64_t size,
     std::int64_t aligned_size, std::string allocation_id, std::string tag,
     std::int64_t layout_slot) -> void {
-  auto h = mapper_.import(std::move(fd), static_cast<std::size_t>(aligned_size));
-  mapper_.map(va, static_cast<std::size_t>(aligned_size), h, is_rw());
-  local_mapping m{allocation_id, va, size, aligned_size, std::move(tag), layout_slot, true};
-  handles_.insert_or_assign(va, std::move(h));
-  by_id_[allocation_id] = va;
+  allocation_info info{std::move(allocation_id), size, aligned_size, std::move(tag), layout_slot};
+  const std::size_t bytes = checked_size(info);
+  std::vector<placement> one;
+  one.push_back({std::move(info), mapper_.import(std::move(fd), bytes), va, 0});
+  one.front().reservation = reservation_of(va, bytes);
+  map_placements(one);
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::checked_size(const allocation_info& info) const -> std::size_t {
+  const auto g = static_cast<std::int64_t>(mapper_.granularity());
+  if (info.aligned_size <= 0 || info.aligned_size % g != 0 || info.size > info.aligned_size)
+    throw error("GMS allocation " + info.allocation_id + " has an invalid aligned size " +
+                std::to_string(info.aligned_size) + " (granularity " + std::to_string(g) + ")");
+  return static_cast<std::size_t>(info.aligned_size);
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::reservation_of(std::uintptr_t va, std::size_t size) -> std::uintptr_t {
+  auto it = reservations_.upper_bound(va);
+  if (it != reservations_.begin() && va < std::prev(it)->first + std::prev(it)->second.size)
+    return std::prev(it)->first;
+  reservations_[va] = {size, 0};  // reserved outside the manager
+  return va;
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::release_reservation(std::uintptr_t base) noexcept -> void {
+  auto it = reservations_.find(base);
+  if (it == reservations_.end()) return;
+  if (it->second.mappings > 0) --it->second.mappings;
+  if (it->second.mappings == 0) {
+    mapper_.free_va(base, it->second.size);
+    reservations_.erase(it);
+  }
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::map_placements(std::vector<placement>& ps) -> void {
+  const bool writable = is_rw();
+  std::size_t mapped = 0;
+  try {
+    if constexpr (range_access_mapper<Mapper>) {
+      for (; mapped < ps.size(); ++mapped)
+        mapper_.map_without_access(ps[mapped].va, static_cast<std::size_t>(ps[mapped].info.aligned_size),
+                                   ps[mapped].handle);
+      // One access call per run of adjacent mappings.
+      for (std::size_t i = 0; i < ps.size();) {
+        std::uintptr_t end = ps[i].va + static_cast<std::uintptr_t>(ps[i].info.aligned_size);
+        std::size_t j = i + 1;
+        for (; j < ps.size() && ps[j].va == end; ++j) end += static_cast<std::uintptr_t>(ps[j].info.aligned_size);
+        mapper_.set_access(ps[i].va, end - ps[i].va, writable);
+        i = j;
+      }
+    } else {
+      for (; mapped < ps.size(); ++mapped)
+        mapper_.map(ps[mapped].va, static_cast<std::size_t>(ps[mapped].info.aligned_size), ps[mapped].handle,
+                    writable);
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      if (i < mapped)
+        mapper_.unmap(ps[i].va, static_cast<std::size_t>(ps[i].info.aligned_size), ps[i].handle);
+      else
+        drop(ps[i].handle);
+    }
+    throw;
+  }
+  for (auto& p : ps) record(std::move(p));
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::record(placement&& p) -> void {
+  const std::uintptr_t va = p.va;
+  auto existing = mappings_.find(va);
+  if (existing == mappings_.end()) {
+    ++reservations_.at(p.reservation).mappings;
+  } else {
+    by_id_.erase(existing->second.allocation_id);  // a preserved VA adopting a new allocation
+  }
+  local_mapping m{p.info.allocation_id, va, p.info.size, p.info.aligned_size, std::move(p.info.tag),
+                  p.info.layout_slot, true, p.reservation};
+  handles_.insert_or_assign(va, std::move(p.handle));
+  by_id_[std::move(p.info.allocation_id)] = va;
   mappings_.insert_or_assign(va, std::move(m));
 }
 
@@ -55,9 +142,10 @@ template <mapper Mapper>
 auto memory_manager<Mapper>::free_va(std::uintptr_t va) -> void {
   auto& m = mapping_at(va);
   unmap_va(va);
-  mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
+  const std::uintptr_t block = m.reservation;
   by_id_.erase(m.allocation_id);
   mappings_.erase(va);
+  release_reservation(block);
 }
 
 template <mapper Mapper>
@@ -85,28 +173,55 @@ auto memory_manager<Mapper>::create_mappings(const std::vector<std::string>& all
   if (unmapped_) throw error("Memory manager is unmapped");
   std::vector<std::uintptr_t> vas(allocation_ids.size(), 0);
   std::vector<std::string> wanted;
+  std::unordered_set<std::string_view> seen;
   for (std::size_t i = 0; i < allocation_ids.size(); ++i)
     if (auto va = mapped_va(allocation_ids[i]))
       vas[i] = *va;
-    else if (std::find(wanted.begin(), wanted.end(), allocation_ids[i]) == wanted.end())
+    else if (seen.insert(allocation_ids[i]).second)
       wanted.push_back(allocation_ids[i]);
+  // Each descriptor is imported as its reply arrives, while the server sends the next.
+  std::vector<placement> ps;
+  ps.reserve(wanted.size());
   std::optional<server_error> refused;
-  std::vector<exported_allocation> exported;
+  std::size_t total = 0;
   try {
-    exported = live().export_allocations(wanted);
+    live().export_allocations(wanted, [&](exported_allocation&& e) {
+      const std::size_t bytes = checked_size(e.info);
+      if (bytes > std::numeric_limits<std::size_t>::max() / 2 - total)
+        throw error("GMS allocations too large to map together");
+      auto h = mapper_.import(std::move(e.fd), bytes);
+      ps.push_back({std::move(e.info), std::move(h), 0, 0});
+      total += bytes;
+    });
   } catch (const server_error& e) {
-    // Every other reply was read; map what came, then report the refusal.
-    refused = e;
-    exported.clear();
-    for (const auto& id : wanted) {
-      if (mapped_va(id)) continue;
-      try {
-        exported.push_back(live().export_allocation(id));
-      } catch (const server_error&) {
-      }
+    refused = e;  // the others were delivered
+  } catch (...) {
+    for (auto& p : ps) drop(p.handle);
+    throw;
+  }
+  if (!ps.empty()) {
+    // One reservation for the batch, the allocations side by side in reply order.
+    std::uintptr_t base = 0;
+    try {
+      base = mapper_.reserve(total);
+    } catch (...) {
+      for (auto& p : ps) drop(p.handle);
+      throw;
+    }
+    reservations_[base] = {total, 0};
+    std::uintptr_t at = base;
+    for (auto& p : ps) {
+      p.va = at;
+      p.reservation = base;
+      at += static_cast<std::uintptr_t>(p.info.aligned_size);
+    }
+    try {
+      map_placements(ps);
+    } catch (...) {
+      release_reservation(base);
+      throw;
     }
   }
-  for (auto& e : exported) map_exported(std::move(e));
   for (std::size_t i = 0; i < allocation_ids.size(); ++i)
     if (!vas[i])
       if (auto va = mapped_va(allocation_ids[i])) vas[i] = *va;
@@ -124,12 +239,21 @@ auto memory_manager<Mapper>::mapped_va(const std::string& allocation_id) const -
 
 template <mapper Mapper>
 auto memory_manager<Mapper>::map_exported(exported_allocation e) -> std::uintptr_t {
-  const auto& info = e.info;
-  const std::uintptr_t va = reserve_va(info.aligned_size);
+  const std::size_t bytes = checked_size(e.info);
+  std::vector<placement> one;
+  one.push_back({std::move(e.info), mapper_.import(std::move(e.fd), bytes), 0, 0});
   try {
-    map_va(std::move(e.fd), va, info.size, info.aligned_size, info.allocation_id, info.tag, info.layout_slot);
+    one.front().va = one.front().reservation = mapper_.reserve(bytes);
   } catch (...) {
-    mapper_.free_va(va, static_cast<std::size_t>(info.aligned_size));
+    drop(one.front().handle);
+    throw;
+  }
+  reservations_[one.front().va] = {bytes, 0};
+  const std::uintptr_t va = one.front().va;
+  try {
+    map_placements(one);
+  } catch (...) {
+    release_reservation(va);
     throw;
   }
   return va;
@@ -183,14 +307,38 @@ auto memory_manager<Mapper>::remap_all_vas() -> void {
       throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " tag changed: " +
                                 m->tag + " -> " + it->second->tag);
   }
+  // The exports are pipelined; each descriptor is imported as it arrives, then all are mapped
+  // (access set per run of adjacent VAs) or, on any failure, none.
+  std::vector<std::string> ids;
+  std::map<std::string, local_mapping*> target;
   for (auto* m : order) {
-    const auto& a = *by_slot.at(m->layout_slot);
-    unique_fd fd = s.export_allocation(a.allocation_id).fd;
-    by_id_.erase(m->allocation_id);
-    map_va(std::move(fd), m->va, a.size, a.aligned_size, a.allocation_id, a.tag, a.layout_slot);
+    ids.push_back(by_slot.at(m->layout_slot)->allocation_id);
+    target[ids.back()] = m;
+  }
+  std::vector<placement> ps;
+  ps.reserve(order.size());
+  try {
+    s.export_allocations(ids, [&](exported_allocation&& e) {
+      auto it = target.find(e.info.allocation_id);
+      if (it == target.end() || !it->second)
+        throw error("GMS remap: unexpected export of allocation " + e.info.allocation_id);
+      local_mapping* m = std::exchange(it->second, nullptr);
+      if (e.info.aligned_size != m->aligned_size)
+        throw stale_memory_layout("Layout slot " + std::to_string(m->layout_slot) + " size changed: " +
+                                  std::to_string(m->aligned_size) + " -> " + std::to_string(e.info.aligned_size));
+      const std::size_t bytes = checked_size(e.info);
+      auto h = mapper_.import(std::move(e.fd), bytes);
+      ps.push_back({std::move(e.info), std::move(h), m->va, m->reservation});
+    });
+  } catch (...) {
+    for (auto& p : ps) drop(p.handle);
+    throw;
+  }
+  std::sort(ps.begin(), ps.end(), [](const placement& a, const placement& b) { return a.va < b.va; });
+  map_placements(ps);
+  for (auto* m : order)
     if (!mapper_.validate(m->va))
       throw error("GMS remap: address " + std::to_string(m->va) + " is not mapped after remap");
-  }
   mapper_.synchronize();
   unmapped_ = false;
   va_preserved_ = false;
@@ -216,10 +364,10 @@ auto memory_manager<Mapper>::close() noexcept -> void {
     mapper_.synchronize();
   } catch (...) {
   }
-  for (auto& [va, m] : mappings_) {
+  for (auto& [va, m] : mappings_)
     if (m.mapped) mapper_.unmap(va, static_cast<std::size_t>(m.aligned_size), handles_.at(va));
-    mapper_.free_va(va, static_cast<std::size_t>(m.aligned_size));
-  }
+  for (auto& [base, r] : reservations_) mapper_.free_va(base, r.size);
+  reservations_.clear();
   handles_.clear();
   mappings_.clear();
   by_id_.clear();

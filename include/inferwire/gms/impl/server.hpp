@@ -345,16 +345,18 @@ void server<Backend>::on_request(const connection_ptr& c, message&& m) {
     // stops reading may hold only a few, and all clients together a share of the limit.
     if (c->out_fds >= opts_.max_pending_fds || pending_fds_ >= pending_fd_limit_)
       return drop(c, "too many exported descriptors not read by the client");
+    export_allocation_response r;
+    static_cast<allocation_info&>(r) = it->second.info;
+    std::string frame = encode_frame(r);
     int fd = -1;
     try {
+      if (send_lent(c, frame, it->second.handle)) return;
       fd = export_descriptor(c, it->second.handle);
     } catch (const std::exception& e) {
       log("Export of " + q->allocation_id + " failed: " + e.what());
       return reply(c, error_response{std::string("Export failed: ") + e.what(), 0});
     }
-    export_allocation_response r;
-    static_cast<allocation_info&>(r) = it->second.info;
-    return send(c, encode_frame(r), fd);
+    return send(c, std::move(frame), fd);
   }
   if (auto* q = std::get_if<get_allocation_request>(&m)) {
     auto it = allocations_.find(q->allocation_id);
@@ -454,6 +456,37 @@ int server<Backend>::export_descriptor(const connection_ptr& c, const typename B
     if (c->granted != granted_lock_type::rw) return backend_.export_read_only_fd(h);
   }
   return backend_.export_fd(h);
+}
+
+// An export whose reply can go out now carries the backend's own descriptor (the kernel takes
+// a reference as the first byte is sent): no copy to make and close. One that must wait behind
+// other output gets a copy of its own (export_descriptor), which stays valid if the allocation
+// is freed meanwhile.
+template <backend Backend>
+bool server<Backend>::send_lent(const connection_ptr& c, const std::string& frame, const typename Backend::handle& h) {
+  if constexpr (lending_backend<Backend>) {
+    if (c->state == phase::closing || c->writing || !c->out.empty()) return false;
+    int fd = -1;
+    if constexpr (read_only_exporting_backend<Backend>) {
+      if (c->granted != granted_lock_type::rw) fd = backend_.lent_read_only_fd(h);
+    }
+    if (fd < 0) fd = backend_.lent_fd(h);
+    const ssize_t n = send_with_fd(c->socket.native_handle(), frame, fd);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      drop(c, "send failed");
+      return true;
+    }
+    if (static_cast<std::size_t>(n) < frame.size()) {  // the rest waits, without a descriptor
+      c->out_bytes += frame.size() - static_cast<std::size_t>(n);
+      c->out.push_back({frame, -1, static_cast<std::size_t>(n)});
+      flush(c);
+    }
+    return true;
+  } else {
+    (void)c, (void)frame, (void)h;
+    return false;
+  }
 }
 
 template <backend Backend>

@@ -142,16 +142,24 @@ inline exported_allocation session::export_allocation(const std::string& id) {
 
 inline std::vector<exported_allocation> session::export_allocations(const std::vector<std::string>& ids,
                                                                     std::size_t window) {
-  const std::string prefix = "GMS request " + std::string(export_allocation_request::class_name);
   std::vector<exported_allocation> out;
   out.reserve(ids.size());
+  export_allocations(ids, [&](exported_allocation&& e) { out.push_back(std::move(e)); }, window);
+  return out;
+}
+
+template <std::invocable<exported_allocation&&> OnExport>
+void session::export_allocations(const std::vector<std::string>& ids, OnExport&& on_export, std::size_t window) {
+  const std::string prefix = "GMS request " + std::string(export_allocation_request::class_name);
   std::optional<server_error> refused;
+  std::exception_ptr failed;
   // Requests go out in batches of half the window, one write each, whenever half the window
   // has been answered.
   window = std::max<std::size_t>(2, window);
   std::size_t sent = 0, answered_since = 0;
+  std::string frames;
   auto send_batch = [&](std::size_t count) {
-    std::string frames;
+    frames.clear();
     for (const auto end = std::min(ids.size(), sent + count); sent < end; ++sent)
       frames += encode_frame(export_allocation_request{ids[sent]});
     if (!frames.empty()) wire_.send_frames(frames, prefix);
@@ -173,11 +181,19 @@ inline std::vector<exported_allocation> session::export_allocations(const std::v
       wire_.close();
       throw error(prefix + " error: unexpected response type " + std::string(class_name(m)));
     }
-    if (!fd) throw error(prefix + " error: no file descriptor received");
-    out.push_back({static_cast<allocation_info&>(*r), std::move(fd)});
+    if (!fd) {
+      wire_.close();
+      throw error(prefix + " error: no file descriptor received");
+    }
+    if (failed) continue;  // drain: the descriptor closes here
+    try {
+      on_export(exported_allocation{std::move(static_cast<allocation_info&>(*r)), std::move(fd)});
+    } catch (...) {
+      failed = std::current_exception();
+    }
   }
+  if (failed) std::rethrow_exception(failed);
   if (refused) throw *refused;
-  return out;
 }
 
 inline allocation_info session::get_allocation(const std::string& id) {
