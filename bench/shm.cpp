@@ -7,7 +7,9 @@
 // (b) On a GPU: `simple_gpu` (add and sub, a KIND_GPU instance) on 64M-element INT32 tensors in
 //     CUDA regions, against the bare kernel on the same device buffers in the same run, and the
 //     server's host-copy counter before and after. Target: <= 1.2 x kernel time + 200 us, zero
-//     host copies.
+//     host copies. Then the fixed cost of a GPU request: the same request on 16 elements
+//     against a 16-element HTTP request (binary data) on the CPU model `simple`, in alternating
+//     blocks. Target: <= 1.3x.
 //
 //   bench_shm [--rounds N] [--server PATH]
 #include <inferwire/http/client.hpp>
@@ -174,8 +176,19 @@ int gpu_shm(const std::string& server, int rounds) {
     t.shm->byte_size = 64;
   }
   for (auto& o : small.outputs) o.shm->byte_size = 64;
-  std::vector<double> t_small;
-  for (int r = 0; r < rounds; ++r) t_small.push_back(time_us([&] { c.infer("simple_gpu", small); }));
+  // Against: an HTTP request of the same size on the CPU `simple` model (binary tensor data),
+  // in alternating blocks.
+  std::vector<std::int32_t> x16(16, 3), y16(16, 1);
+  v2::infer_request cpu;
+  cpu.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int32_t>(x16), {1, 16}));
+  cpu.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int32_t>(y16), {1, 16}));
+  c.infer("simple", cpu);  // warm up
+  c.infer("simple_gpu", small);
+  std::vector<double> t_small, t_cpu;
+  for (int block = 0; block < 3; ++block) {
+    for (int r = 0; r < rounds; ++r) t_small.push_back(time_us([&] { c.infer("simple_gpu", small); }));
+    for (int r = 0; r < rounds; ++r) t_cpu.push_back(time_us([&] { c.infer("simple", cpu); }));
+  }
   // Check a sample of the results.
   std::vector<std::int32_t> sum(1024), diff(1024);
   out.copy_to_host(bytes - 4096, std::as_writable_bytes(std::span(sum)));
@@ -204,8 +217,10 @@ int gpu_shm(const std::string& server, int rounds) {
               per(stats_before.compute_infer, stats_after.compute_infer),
               per(stats_before.compute_output, stats_after.compute_output),
               per(stats_before.success, stats_after.success));
-  std::printf("    the same request on 16 elements: %.1f us (the fixed cost of a request)\n",
-              median(t_small));
+  const double fixed = median(t_small), cpu_16 = median(t_cpu);
+  std::printf("    the same request on 16 elements: %.1f us (the fixed cost of a request)\n", fixed);
+  std::printf("    16-element HTTP request on the CPU model 'simple': %.1f us; ratio %.2fx (target <= 1.3: %s)\n",
+              cpu_16, fixed / cpu_16, fixed <= 1.3 * cpu_16 ? "met" : "NOT met");
   std::printf("    host copies during %d requests: %llu (target 0); errors %d\n", 3 * rounds,
               static_cast<unsigned long long>(copies), errors);
   c.unregister_cuda_shared_memory();
