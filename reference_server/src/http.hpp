@@ -16,6 +16,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/optional/optional.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,9 @@ class responder {
   virtual ~responder() = default;
   /// Called exactly once for a request whose handler returned no reply, from any thread.
   virtual void respond(reply r) = 0;
+  /// A flag that becomes true, from the connection's thread, once the client has closed the
+  /// connection while its request waits (null: never known). Valid while the responder is.
+  virtual const std::atomic<bool>* gone() const noexcept { return nullptr; }
 };
 
 /// The v2 endpoints over HTTP (v2-protocol §1): route, method check, decode, service call,

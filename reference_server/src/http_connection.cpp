@@ -309,6 +309,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       if (auto r = endpoints_.handle(std::move(req), std::move(big), shared_from_this(), received_)) {
         executing_ = false;
         write(std::move(*r));
+      } else if (executing_) {
+        watch_peer();  // the reply comes later: notice a client that hangs up meanwhile
       }
     } catch (const std::bad_alloc&) {
       executing_ = false;
@@ -324,7 +326,29 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   void respond(reply r) override {
     net::dispatch(socket_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
       self->executing_ = false;
+      if (self->watching_peer_) {
+        self->watching_peer_ = false;
+        beast::error_code ignored;
+        self->socket_.cancel(ignored);  // the wait of watch_peer (nothing else is pending)
+      }
       self->write(std::move(r));
+    });
+  }
+
+  const std::atomic<bool>* gone() const noexcept override { return &gone_; }
+
+  // While a request waits for its reply nothing reads the socket; a wait for readability tells
+  // an end of stream or a reset (the client gave up: queued work for it is skipped) from the
+  // next pipelined request (left where it is).
+  void watch_peer() {
+    watching_peer_ = true;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->watching_peer_) return;
+      self->watching_peer_ = false;
+      char c;
+      const ssize_t n = ::recv(self->socket_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        self->gone_.store(true, std::memory_order_relaxed);
     });
   }
 
@@ -454,6 +478,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   net::steady_timer watchdog_;
   clock::time_point last_progress_;
   bool executing_ = false;
+  bool watching_peer_ = false;
+  std::atomic<bool> gone_{false};
   beast::flat_buffer buffer_;
   request_t direct_;
   std::shared_ptr<body_buffer> direct_body_;

@@ -368,7 +368,12 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
     job->trace->stamp("HTTP_RECV_START", received.header);
     job->trace->stamp("HTTP_RECV_END", received.body);
   }
-  svc_.infer(job, {}, [this, out, job, accept = std::string(job->req[bhttp::field::accept_encoding])](status done) {
+  // A request whose client hangs up while it waits in the queue is not executed (the flag is
+  // the connection's, which `out`, held by the completion, keeps alive).
+  infer_hooks hooks;
+  if (const std::atomic<bool>* gone = out->gone())
+    hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
+  svc_.infer(job, std::move(hooks), [this, out, job, accept = std::string(job->req[bhttp::field::accept_encoding])](status done) {
     reply rep = respond(*job, done, accept);
     rep.owner = job;
     rep.trace = job->trace;

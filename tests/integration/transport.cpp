@@ -6,6 +6,7 @@
 #include <inferwire/http/compression.hpp>
 
 #include <boost/asio/read_until.hpp>
+#include <boost/json/parse.hpp>
 
 #include <random>
 #include <thread>
@@ -341,6 +342,42 @@ TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[trans
   // The queued request's wait shows in the statistics.
   auto st = get("/v2/models/identity_queue/stats");
   CHECK(st.body.find(R"("queue":{"count":2,)") != std::string::npos);
+}
+
+TEST_CASE("a request whose client hangs up while it is queued is not executed", "[transport]") {
+  // identity_queue: one instance, 1 s per execution, a queue of one.
+  const int port = shared_server().http_port();
+  const std::string body =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}]})";
+  auto stats = [] {
+    auto r = get("/v2/models/identity_queue/stats");
+    REQUIRE(r.status == 200);
+    const auto s = boost::json::parse(r.body).at("model_stats").at(0).as_object();
+    return std::pair{s.at("execution_count").to_number<std::uint64_t>(),
+                     s.at("inference_stats").at("success").at("count").to_number<std::uint64_t>()};
+  };
+  const auto [executions, successes] = stats();
+  connection a(port);
+  a.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // A runs
+  {
+    connection b(port);
+    b.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // B waits behind A
+  }  // B's client hangs up
+  auto ra = a.read();
+  REQUIRE(ra);
+  CHECK(ra->status == 200);
+  // B's turn came as A finished; had it run, it would have finished within this wait.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1400));
+  CHECK(stats() == std::pair{executions + 1, successes + 1});
+  // The queue and the instance serve the next request as usual.
+  connection c(port);
+  c.send(request_text("POST", "/v2/models/identity_queue/infer", body));
+  auto rc = c.read();
+  REQUIRE(rc);
+  CHECK(rc->status == 200);
+  CHECK(stats() == std::pair{executions + 2, successes + 2});
 }
 
 TEST_CASE("schedule policy: priorities and request timeouts in the queue", "[transport][schedule]") {
