@@ -12,9 +12,15 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <thread>
+#include <functional>
+#include <atomic>
 #include <filesystem>
 #include <iterator>
 
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 using namespace gms_test;
@@ -271,6 +277,99 @@ TEST_CASE("gms memory_manager: a failed import maps none of the batch and keeps 
   auto vas = m.create_mappings(ids);
   CHECK(m.mappings().size() == 40);
   CHECK(at(vas[39])[0] == 'f');
+}
+
+namespace {
+
+/// A stand-in GMS server on one connection: grants RO at once (nothing committed) and answers
+/// each ExportAllocation with what `describe(id)` says and a fresh 2 MiB memfd, to see how the
+/// client takes replies a real server would never send.
+class scripted_server {
+ public:
+  explicit scripted_server(std::function<gms::allocation_info(const std::string&)> describe)
+      : path_(fresh_socket_path()), describe_(std::move(describe)) {
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, path_.c_str(), path_.size() + 1);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listener_, 4) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~scripted_server() {
+    ::shutdown(listener_, SHUT_RDWR);
+    if (const int c = connection_.load(); c >= 0) ::shutdown(c, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  void serve() {
+    const int c = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return;
+    connection_ = c;
+    gms::frame_reader reader;
+    std::vector<char> buf(65536);
+    for (;;) {
+      std::string payload;
+      if (reader.next(payload) != gms::frame_reader::result::frame) {
+        const ssize_t n = ::recv(c, buf.data(), buf.size(), 0);
+        if (n <= 0) break;
+        reader.append(buf.data(), static_cast<std::size_t>(n));
+        continue;
+      }
+      const gms::message m = gms::decode(payload);
+      if (std::holds_alternative<gms::handshake_request>(m)) {
+        const auto frame = gms::encode_frame(gms::handshake_response{true, false, gms::granted_lock_type::ro});
+        ::send(c, frame.data(), frame.size(), MSG_NOSIGNAL);
+      } else if (auto* q = std::get_if<gms::export_allocation_request>(&m)) {
+        gms::export_allocation_response r;
+        static_cast<gms::allocation_info&>(r) = describe_(q->allocation_id);
+        const int fd = ::memfd_create("scripted", MFD_CLOEXEC);
+        ::ftruncate(fd, MiB2);
+        gms::send_with_fd(c, gms::encode_frame(r), fd);
+        ::close(fd);
+      }
+    }
+    ::close(c);
+  }
+
+  std::string path_;
+  std::function<gms::allocation_info(const std::string&)> describe_;
+  int listener_ = -1;
+  std::atomic<int> connection_{-1};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("gms memory_manager: replies with impossible sizes map nothing and keep the session", "[gms]") {
+  scripted_server s([](const std::string& id) {
+    gms::allocation_info a{id, MiB2, MiB2, "weights", 0};
+    if (id == "unaligned") a.aligned_size = 3 << 20;  // not a multiple of the granularity
+    if (id == "negative") a.aligned_size = -MiB2;
+    if (id == "larger") a.size = 2 * MiB2;            // more than its aligned size
+    if (id == "huge") a.aligned_size = std::int64_t{1} << 62;
+    if (id == "beyond") a.size = a.aligned_size = 2 * MiB2;  // the memfd sent holds 2 MiB
+    return a;
+  });
+  manager m(s.path());
+  m.connect(requested_lock_type::ro);
+  for (const char* bad : {"unaligned", "negative", "larger"}) {
+    CHECK_THROWS_WITH(m.create_mappings({"ok1", bad, "ok2"}), Contains("invalid aligned size"));
+    CHECK(m.mappings().empty());
+  }
+  // Sizes the address space or the descriptor cannot hold: refused before anything is mapped.
+  CHECK_THROWS_AS(m.create_mappings({"huge", "ok1"}), std::exception);
+  CHECK_THROWS_WITH(m.create_mappings({"ok1", "beyond"}), Contains("fewer than the 4194304 described"));
+  CHECK_THROWS_WITH(m.create_mapping(std::string("negative")), Contains("invalid aligned size"));
+  CHECK(m.mappings().empty());
+  // Every reply was read: the session is still in step.
+  auto vas = m.create_mappings({"ok1", "ok2"});
+  CHECK(vas[1] == vas[0] + MiB2);
+  CHECK(m.mappings().size() == 2);
 }
 
 TEST_CASE("gms memory_manager: remap after sleep", "[gms]") {

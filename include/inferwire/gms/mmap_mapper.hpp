@@ -3,7 +3,8 @@
 //
 // A GMS client mapper on plain virtual memory, for allocations served by memfd_backend: address
 // space is reserved with PROT_NONE, an imported descriptor is mapped over the reservation with
-// MAP_FIXED (PROT_READ for read-only sessions), and unmapping puts the PROT_NONE reservation
+// MAP_FIXED (PROT_READ for read-only sessions) once fstat shows it holds the size described,
+// and unmapping puts the PROT_NONE reservation
 // back, so the address stays ours. VA-stable unmap/remap and read-only access are therefore
 // testable without a GPU, with the same memory_manager code that drives cuda_vmm_mapper.
 //
@@ -12,6 +13,7 @@
 #define INFERWIRE_GMS_MMAP_MAPPER_HPP
 
 #include <inferwire/gms/backend.hpp>
+#include <inferwire/gms/error.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -20,6 +22,7 @@
 #include <system_error>
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace inferwire::gms {
@@ -54,7 +57,17 @@ class mmap_mapper {
     ::munmap(reinterpret_cast<void*>(va), size);
   }
 
-  handle import(unique_fd fd, std::size_t /*size*/) { return handle{std::move(fd)}; }
+  /// Takes the descriptor, once it is known to hold `size` bytes: a mapping past the end of
+  /// the object would fault (SIGBUS) on first touch, so a server that describes more memory
+  /// than it sent is refused here.
+  handle import(unique_fd fd, std::size_t size) {
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw std::system_error(errno, std::generic_category(), "fstat");
+    if (st.st_size < 0 || static_cast<std::size_t>(st.st_size) < size)
+      throw error("GMS import: the descriptor holds " + std::to_string(st.st_size) + " bytes, fewer than the " +
+                  std::to_string(size) + " described");
+    return handle{std::move(fd)};
+  }
 
   /// Maps the imported memory at `va`, which must lie inside a reservation.
   void map(std::uintptr_t va, std::size_t size, handle& h, bool writable) {
