@@ -274,6 +274,8 @@ int run_with(const options& o) {
     ~unregister() { release_shm(c, r); }
   } unregister_on_exit{*control, requests};
   const double client_send_us = Traits::send_cost_us(requests.requests.front(), o);
+  // A decoupled model answers on streams only; its responses are not decoded on the side.
+  const double client_recv_us = requests.decoupled ? 0.0 : Traits::recv_cost_us(*control, requests.requests.front(), o);
 
   print_settings(std::cout, o);
   std::vector<result> results;
@@ -283,6 +285,7 @@ int run_with(const options& o) {
   for (double level : levels) {
     auto r = d.measure(level, *control);
     r.client_send_us = client_send_us;
+    r.client_recv_us = client_recv_us;
     all_stable = all_stable && r.stable;
     print_level(std::cout, o, r);
     results.push_back(std::move(r));

@@ -144,10 +144,10 @@ void print_level(std::ostream& out, const options& o, const result& r) {
   for (int p : {50, 90, 95, 99}) out << "    p" << p << " latency: " << us(w.percentile_us(p)) << " usec\n";
   if (o.percentile && o.percentile != 50 && o.percentile != 90 && o.percentile != 95 && o.percentile != 99)
     out << "    p" << o.percentile << " latency: " << us(w.percentile_us(o.percentile)) << " usec\n";
-  const double avg = w.avg_latency_us();
-  out << "    Avg " << (o.proto == protocol::grpc ? "gRPC" : "HTTP") << " time: " << us(avg) << " usec (send "
-      << us(r.client_send_us) << " usec + response wait and receive " << us(std::max(0.0, avg - r.client_send_us))
-      << " usec)\n";
+  const double avg = w.avg_latency_us(), codec = r.client_send_us + r.client_recv_us;
+  out << "    Avg " << (o.proto == protocol::grpc ? "gRPC" : "HTTP") << " time: " << us(avg) << " usec ("
+      << (o.proto == protocol::grpc ? "(un)marshal request/response " : "send/recv ") << us(codec)
+      << " usec + response wait " << us(std::max(0.0, avg - codec)) << " usec)\n";
   const auto& s = w.server;
   const double request = s.avg_us(s.request_ns), queue = s.avg_us(s.queue_ns), cin = s.avg_us(s.compute_input_ns),
                cinf = s.avg_us(s.compute_infer_ns), cout = s.avg_us(s.compute_output_ns);
@@ -182,13 +182,14 @@ void write_csv(std::ostream& out, const options& o, const std::vector<result>& r
     const auto& s = w.server;
     const double queue = s.avg_us(s.queue_ns), cin = s.avg_us(s.compute_input_ns), cinf = s.avg_us(s.compute_infer_ns),
                  cout = s.avg_us(s.compute_output_ns);
-    const double network = std::max(0.0, w.avg_latency_us() - r.client_send_us - queue - cin - cinf - cout);
+    const double network =
+        std::max(0.0, w.avg_latency_us() - r.client_send_us - r.client_recv_us - queue - cin - cinf - cout);
     if (o.request_rate)
       out << r.level;
     else
       out << static_cast<long>(r.level);
     out << std::fixed << std::setprecision(2) << "," << w.throughput() << "," << us(r.client_send_us) << "," << us(network)
-        << "," << us(queue) << "," << us(cin) << "," << us(cinf) << "," << us(cout) << ",0";
+        << "," << us(queue) << "," << us(cin) << "," << us(cinf) << "," << us(cout) << "," << us(r.client_recv_us);
     for (int p : {50, 90, 95, 99}) out << "," << us(w.percentile_us(p));
     out << "\n";
   }

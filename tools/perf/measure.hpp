@@ -93,6 +93,7 @@ struct result {
   window w;
   bool stable = false;
   double client_send_us = 0;  // serialising one request, measured on the side
+  double client_recv_us = 0;  // deserialising one response, measured on the side
 };
 
 void print_settings(std::ostream& out, const options& o);
