@@ -115,6 +115,10 @@ try:
           and [row[0] for row in rows[1:]] == ["1", "2"], "CSV: perf_analyzer's header, one row per level")
     check(all(float(row[1]) > 0 and float(row[9]) <= float(row[10]) <= float(row[11]) <= float(row[12])
               for row in rows[1:]), "CSV: throughput > 0, p50 <= p90 <= p95 <= p99")
+    check(rows and rows[0][8] == "Client Recv" and all(float(row[2]) >= 0 and float(row[8]) >= 0 for row in rows[1:]),
+          "CSV: Client Send and Client Recv are measured times")
+    check(re.search(r"Avg HTTP time: \d+ usec \(send/recv \d+ usec \+ response wait \d+ usec\)", r.stdout),
+          "the HTTP time splits into send/recv and response wait, as perf_analyzer prints it")
 
     # Only this run's regions were registered, and none is left (the failed run's included).
     with urllib.request.urlopen("http://%s/v2/systemsharedmemory/status" % H) as resp:
