@@ -134,6 +134,56 @@ inline ssize_t recv_with_fds(int socket, char* buffer, std::size_t size, std::ve
   return n;
 }
 
+/// Up to `Slots` reads of a stream socket in one recvmmsg: the first waits (as a recvmsg would,
+/// SO_RCVTIMEO included), the others take only what has already arrived (MSG_WAITFORONE). Each
+/// read is what one recvmsg with room for descriptors would return: it ends right after a
+/// segment that carried descriptors, so replies that came with descriptors each get a read of
+/// their own, and several of them cost one system call instead of one each.
+template <std::size_t Slots, std::size_t SlotSize>
+class batched_reader {
+ public:
+  /// Reads; returns how many reads completed (each may be 0 bytes: end of stream), or -1 with
+  /// errno set when the first failed.
+  int read(int socket) noexcept {
+    for (std::size_t i = 0; i < Slots; ++i) {
+      iov_[i] = {data_ + i * SlotSize, SlotSize};
+      msgs_[i] = {};
+      msgs_[i].msg_hdr.msg_iov = &iov_[i];
+      msgs_[i].msg_hdr.msg_iovlen = 1;
+      msgs_[i].msg_hdr.msg_control = control_[i];
+      msgs_[i].msg_hdr.msg_controllen = sizeof control_[i];
+    }
+    int n;
+    do {
+      n = ::recvmmsg(socket, msgs_, static_cast<unsigned>(Slots), MSG_WAITFORONE | MSG_CMSG_CLOEXEC, nullptr);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+  /// The bytes of read `i`.
+  std::string_view bytes(int i) const noexcept {
+    return {data_ + static_cast<std::size_t>(i) * SlotSize, msgs_[i].msg_len};
+  }
+  /// Appends the descriptors that came with read `i` to `fds` (the caller owns them).
+  void take_fds(int i, std::vector<int>& fds) const {
+    const msghdr& m = msgs_[i].msg_hdr;
+    for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m), const_cast<cmsghdr*>(c))) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t k = 0; k < count; ++k) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+        fds.push_back(fd);
+      }
+    }
+  }
+
+ private:
+  char data_[Slots * SlotSize];
+  iovec iov_[Slots];
+  mmsghdr msgs_[Slots];
+  alignas(cmsghdr) char control_[Slots][CMSG_SPACE(sizeof(int) * 8)];
+};
+
 }  // namespace inferwire::gms
 
 #endif

@@ -29,6 +29,7 @@
 #include <exception>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -91,6 +92,8 @@ class wire {
   unique_fd fd_;
   frame_reader reader_;
   std::uint64_t received_ = 0;  ///< stream bytes read so far
+  bool eof_ = false;            ///< the server closed the stream (after what was read)
+  std::unique_ptr<batched_reader<16, 4096>> batch_;  ///< made on the first read
   std::uint64_t consumed_ = 0;  ///< stream bytes of the frames returned so far
   std::deque<std::pair<std::uint64_t, unique_fd>> pending_fds_;  ///< descriptor, stream offset it came at
 };
@@ -122,18 +125,20 @@ class session {
   allocate_response allocate(std::int64_t size, std::string tag = "default");
   /// The allocation's description and a descriptor of its memory.
   exported_allocation export_allocation(const std::string& id);
-  /// Exports several allocations with their requests pipelined (up to `window` in flight, well
-  /// under the server's limit on unread descriptors): about one round trip's latency for the
-  /// lot instead of one per allocation. Results in the order of `ids`. An allocation the server
+  /// Exports several allocations with their requests pipelined (up to `window` in flight, under
+  /// the 64 unread descriptors inferwire-gms-server lets a client hold by default, and fewer
+  /// than a socket buffer holds before the server must keep any): about one round trip's
+  /// latency for the lot instead of one per allocation. Replies are read up to 16 in one system
+  /// call (recvmmsg), each reply that carries a descriptor in a read of its own. Results in the order of `ids`. An allocation the server
   /// refuses does not stop the others: every reply is read (the session stays usable), then the
   /// first refusal is thrown as server_error.
-  std::vector<exported_allocation> export_allocations(const std::vector<std::string>& ids, std::size_t window = 32);
+  std::vector<exported_allocation> export_allocations(const std::vector<std::string>& ids, std::size_t window = 48);
   /// The same, handing each export to `on_export` as its reply arrives (so the caller imports
   /// descriptors while the server is still sending). If `on_export` throws, the remaining
   /// replies are still read (their descriptors closed) and its exception is rethrown; it takes
   /// precedence over a refusal.
   template <std::invocable<exported_allocation&&> OnExport>
-  void export_allocations(const std::vector<std::string>& ids, OnExport&& on_export, std::size_t window = 32);
+  void export_allocations(const std::vector<std::string>& ids, OnExport&& on_export, std::size_t window = 48);
   allocation_info get_allocation(const std::string& id);
   /// Every allocation, or those with `tag`.
   std::vector<get_allocation_response> list_allocations(std::optional<std::string> tag = {});

@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
+
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 namespace gms = inferwire::gms;
 
@@ -77,5 +80,45 @@ TEST_CASE("gms fd passing: one fd on the first byte of a frame", "[gms]") {
   ::close(sv[0]);
   fds.clear();
   CHECK(gms::recv_with_fds(sv[1], buf.data(), buf.size(), fds) == 0);  // end of stream
+  ::close(sv[1]);
+}
+
+TEST_CASE("gms batched reads: each reply with its descriptor, then the end of stream", "[gms]") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  // Three replies with a descriptor each, a plain one, then the sender closes.
+  std::vector<std::string> frames;
+  for (int i = 0; i < 3; ++i) {
+    int mem = ::memfd_create("gms-test", MFD_CLOEXEC);
+    REQUIRE(mem >= 0);
+    REQUIRE(::ftruncate(mem, 4096 * (i + 1)) == 0);
+    frames.push_back(gms::encode_frame(gms::export_allocation_response{{"id" + std::to_string(i), 1, 4096, "t", i}}));
+    CHECK(gms::send_with_fd(sv[0], frames.back(), mem) == static_cast<ssize_t>(frames.back().size()));
+    ::close(mem);
+  }
+  const std::string plain = gms::encode_frame(gms::commit_response{true});
+  CHECK(::send(sv[0], plain.data(), plain.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(plain.size()));
+  ::close(sv[0]);
+
+  auto batch = std::make_unique<gms::batched_reader<16, 4096>>();
+  const int reads = batch->read(sv[1]);
+  // One read per descriptor-carrying reply, the plain reply, then the end of stream (every
+  // further slot reads it again).
+  REQUIRE(reads >= 5);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(batch->bytes(i) == frames[static_cast<std::size_t>(i)]);
+    std::vector<int> fds;
+    batch->take_fds(i, fds);
+    REQUIRE(fds.size() == 1);
+    struct stat st {};
+    CHECK(::fstat(fds[0], &st) == 0);
+    CHECK(st.st_size == 4096 * (i + 1));  // its own memfd, in order
+    ::close(fds[0]);
+  }
+  CHECK(batch->bytes(3) == plain);
+  std::vector<int> none;
+  batch->take_fds(3, none);
+  CHECK(none.empty());
+  CHECK(batch->bytes(4).empty());  // end of stream
   ::close(sv[1]);
 }

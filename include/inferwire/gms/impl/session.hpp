@@ -55,21 +55,33 @@ inline message wire::receive(const std::string& prefix, unique_fd* fd_out) {
     auto r = reader_.next(payload);
     if (r == frame_reader::result::frame) break;
     if (r == frame_reader::result::too_large) fail(prefix, "frame too large");
-    char buf[65536];
+    if (eof_) fail(prefix, "connection closed by the server");
+    // Pipelined replies that have arrived come in one system call, each reply that carries a
+    // descriptor in a read of its own.
+    if (!batch_) batch_ = std::make_unique<batched_reader<16, 4096>>();
+    auto& batch = batch_;
+    const int reads = batch->read(fd_.get());
+    if (reads < 0) fail(prefix, errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : std::strerror(errno));
     std::vector<int> fds;
-    ssize_t n = recv_with_fds(fd_.get(), buf, sizeof buf, fds);
-    // A read ends right after the segment that carried descriptors (the kernel never reads
-    // past one), and the server sends a reply and its descriptor together: the descriptor
-    // belongs to the frame that holds the read's last byte. With pipelined requests several
-    // replies may be buffered, so each descriptor keeps that stream offset.
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (i == 0 && n > 0) pending_fds_.emplace_back(received_ + static_cast<std::uint64_t>(n), unique_fd(fds[i]));
-      else ::close(fds[i]);
+    for (int i = 0; i < reads && !eof_; ++i) {
+      const std::string_view bytes = batch->bytes(i);
+      fds.clear();
+      batch->take_fds(i, fds);
+      // A read ends right after the segment that carried descriptors, and the server sends a
+      // reply and its descriptor together: the descriptor belongs to the frame that holds the
+      // read's last byte. With pipelined requests several replies may be buffered, so each
+      // descriptor keeps that stream offset.
+      for (std::size_t k = 0; k < fds.size(); ++k) {
+        if (k == 0 && !bytes.empty()) pending_fds_.emplace_back(received_ + bytes.size(), unique_fd(fds[k]));
+        else ::close(fds[k]);
+      }
+      if (bytes.empty()) {
+        eof_ = true;  // what came before it is still read
+        break;
+      }
+      received_ += bytes.size();
+      reader_.append(bytes.data(), bytes.size());
     }
-    if (n < 0) fail(prefix, errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : std::strerror(errno));
-    if (n == 0) fail(prefix, "connection closed by the server");
-    received_ += static_cast<std::uint64_t>(n);
-    reader_.append(buf, static_cast<std::size_t>(n));
   }
   const std::uint64_t start = consumed_;
   consumed_ += 4 + payload.size();
