@@ -22,25 +22,15 @@ struct grpc_traits {
   }
   /// Converting one request to its protobuf message and serialising it, averaged.
   static double send_cost_us(const v2::infer_request& r, const options& o) {
-    constexpr int n = 200;
-    std::size_t sink = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
+    return mean_cost_us([&] {
       grpc::pb::ModelInferRequest q;
       grpc::encode_infer_request(r, o.model, o.version, q, false);
-      sink += q.SerializeAsString().size();
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    if (sink == 0) return 0;
-    return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+      return q.SerializeAsString().size();
+    });
   }
-  /// Parsing one response message and converting it, averaged: the response to `r`, serialised
-  /// again as the server sent it. 0 when the request fails.
-  static double recv_cost_us(client& c, const v2::infer_request& r, const options& o) {
-    error_code ec;
-    const auto result = c.infer(v2::model_id(o.model, o.version), r, ec);
-    if (ec) return 0;
-    const v2::infer_response& res = result.response();
+  /// Parsing one response message and converting it, averaged: `res` serialised again as the
+  /// server sent it.
+  static double recv_cost_us(const v2::infer_response& res) {
     grpc::pb::ModelInferResponse m;
     m.set_model_name(res.model_name);
     m.set_model_version(res.model_version);
@@ -55,19 +45,13 @@ struct grpc_traits {
       if (out.encoding != v2::tensor_encoding::shared_memory) m.add_raw_output_contents()->assign(out.data.str());
     }
     const std::string wire = m.SerializeAsString();
-    constexpr int n = 200;
-    std::size_t sink = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
+    return mean_cost_us([&] {
       grpc::pb::ModelInferResponse back;
       back.ParseFromString(wire);
       v2::infer_response decoded;
       grpc::decode_infer_response(back, decoded);
-      sink += decoded.outputs.size() + 1;
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    if (sink == 0) return 0;
-    return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+      return decoded.outputs.size() + 1;
+    });
   }
 };
 

@@ -106,6 +106,21 @@ inline ssize_t send_with_fd(int socket, std::string_view data, int fd) noexcept 
   return n;
 }
 
+namespace detail {
+/// Appends the descriptors (SCM_RIGHTS) that a received message carried to `fds`.
+inline void collect_fds(msghdr& msg, std::vector<int>& fds) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds.push_back(fd);
+    }
+  }
+}
+}  // namespace detail
+
 /// Reads up to `size` bytes with recvmsg, collecting any descriptors that arrive (close-on-exec)
 /// into `fds`. Returns the bytes read (0 at end of stream), or -1 with errno set.
 inline ssize_t recv_with_fds(int socket, char* buffer, std::size_t size, std::vector<int>& fds,
@@ -122,15 +137,7 @@ inline ssize_t recv_with_fds(int socket, char* buffer, std::size_t size, std::ve
     n = ::recvmsg(socket, &msg, flags | MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return n;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.push_back(fd);
-    }
-  }
+  detail::collect_fds(msg, fds);
   return n;
 }
 
@@ -164,18 +171,7 @@ class batched_reader {
     return {data_ + static_cast<std::size_t>(i) * SlotSize, msgs_[i].msg_len};
   }
   /// Appends the descriptors that came with read `i` to `fds` (the caller owns them).
-  void take_fds(int i, std::vector<int>& fds) const {
-    const msghdr& m = msgs_[i].msg_hdr;
-    for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m), const_cast<cmsghdr*>(c))) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t k = 0; k < count; ++k) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-        fds.push_back(fd);
-      }
-    }
-  }
+  void take_fds(int i, std::vector<int>& fds) { detail::collect_fds(msgs_[i].msg_hdr, fds); }
 
  private:
   char data_[Slots * SlotSize];

@@ -268,6 +268,10 @@ class memory_manager {
   /// Maps every placement (sorted by VA) with the access of the granted lock and records it;
   /// all or nothing: on failure every handle is unmapped or released and nothing is recorded.
   void map_placements(std::vector<placement>& placements);
+  /// Reserves `total` bytes for the imported `placements`, puts them side by side in order and
+  /// maps them (all or nothing; on failure the handles are released and the range given back).
+  /// Returns the start of the range.
+  std::uintptr_t map_in_one_reservation(std::vector<placement>& placements, std::size_t total);
   void record(placement&& p);
   /// Releases a handle that was imported but not mapped.
   void drop(typename Mapper::handle& h) noexcept {

@@ -199,29 +199,7 @@ auto memory_manager<Mapper>::create_mappings(const std::vector<std::string>& all
     for (auto& p : ps) drop(p.handle);
     throw;
   }
-  if (!ps.empty()) {
-    // One reservation for the batch, the allocations side by side in reply order.
-    std::uintptr_t base = 0;
-    try {
-      base = mapper_.reserve(total);
-    } catch (...) {
-      for (auto& p : ps) drop(p.handle);
-      throw;
-    }
-    reservations_[base] = {total, 0};
-    std::uintptr_t at = base;
-    for (auto& p : ps) {
-      p.va = at;
-      p.reservation = base;
-      at += static_cast<std::uintptr_t>(p.info.aligned_size);
-    }
-    try {
-      map_placements(ps);
-    } catch (...) {
-      release_reservation(base);
-      throw;
-    }
-  }
+  if (!ps.empty()) map_in_one_reservation(ps, total);
   for (std::size_t i = 0; i < allocation_ids.size(); ++i)
     if (!vas[i])
       if (auto va = mapped_va(allocation_ids[i])) vas[i] = *va;
@@ -242,21 +220,33 @@ auto memory_manager<Mapper>::map_exported(exported_allocation e) -> std::uintptr
   const std::size_t bytes = checked_size(e.info);
   std::vector<placement> one;
   one.push_back({std::move(e.info), mapper_.import(std::move(e.fd), bytes), 0, 0});
+  return map_in_one_reservation(one, bytes);
+}
+
+template <mapper Mapper>
+auto memory_manager<Mapper>::map_in_one_reservation(std::vector<placement>& ps, std::size_t total)
+    -> std::uintptr_t {
+  std::uintptr_t base = 0;
   try {
-    one.front().va = one.front().reservation = mapper_.reserve(bytes);
+    base = mapper_.reserve(total);
   } catch (...) {
-    drop(one.front().handle);
+    for (auto& p : ps) drop(p.handle);
     throw;
   }
-  reservations_[one.front().va] = {bytes, 0};
-  const std::uintptr_t va = one.front().va;
+  reservations_[base] = {total, 0};
+  std::uintptr_t at = base;
+  for (auto& p : ps) {
+    p.va = at;
+    p.reservation = base;
+    at += static_cast<std::uintptr_t>(p.info.aligned_size);
+  }
   try {
-    map_placements(one);
+    map_placements(ps);
   } catch (...) {
-    release_reservation(va);
+    release_reservation(base);
     throw;
   }
-  return va;
+  return base;
 }
 
 template <mapper Mapper>
