@@ -12,8 +12,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/parser.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cctype>
@@ -40,6 +42,13 @@ namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 
 namespace {
+
+// Connections and their timers name the io_context's executor type instead of
+// any_io_executor: no type-erased executor copies or calls on the per-request path.
+using socket_type = net::basic_stream_socket<tcp, net::io_context::executor_type>;
+using timer_type = net::basic_waitable_timer<std::chrono::steady_clock,
+                                             net::wait_traits<std::chrono::steady_clock>,
+                                             net::io_context::executor_type>;
 
 constexpr std::size_t header_limit = 64 * 1024;
 constexpr std::size_t max_chunks = 65536;
@@ -90,7 +99,7 @@ bool body_buffer::grow() {
 
 class session : public std::enable_shared_from_this<session>, public rest::responder {
  public:
-  session(tcp::socket socket, server_state& s, bool metrics)
+  session(socket_type socket, server_state& s, bool metrics)
       : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), endpoints_(s), metrics_(metrics) {
     chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
       if (size > 0 && ++chunks_ > max_chunks) {
@@ -105,6 +114,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 
   void start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->socket_.non_blocking(true, ec);  // write() tries a plain send first
       self->touch();
       self->watch();
       self->read_header();
@@ -144,11 +155,47 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     chunk_overflow_ = false;
     budget_refused_ = false;
     parser_->on_chunk_header(chunk_cb_);
-    bhttp::async_read_header(socket_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                               self->touch();
-                               self->on_header(ec);
-                             });
+    reading_header_ = true;
+    parse();
+  }
+
+  // The read loop of a request: what is buffered goes to the parser, and the socket is read
+  // only when the parser needs more. The header goes to on_header before any body byte is
+  // parsed (for Expect: 100-continue and for bodies read directly), the whole message to
+  // on_read; with nothing to read they are called at once, where Beast's read operations
+  // would post them. Errors and the end of stream are reported as Beast reports them.
+  void parse() {
+    while (buffer_.size() != 0) {
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return parsed(ec);
+      if (reading_header_ ? parser_->is_header_done() : parser_->is_done()) return parsed({});
+      if (used == 0) break;
+    }
+    const std::size_t room =
+        std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), 512, 64 * 1024);
+    socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->touch();
+      self->buffer_.commit(n);
+      if (!ec) return self->parse();
+      if (ec == net::error::eof) {
+        if (!self->parser_->got_some()) {
+          ec = bhttp::error::end_of_stream;
+        } else {
+          ec = {};
+          self->parser_->put_eof(ec);  // a request cannot end at the end of the stream
+          if (!ec && !self->parser_->is_done()) ec = bhttp::error::partial_message;
+        }
+      }
+      self->parsed(ec);
+    });
+  }
+
+  void parsed(beast::error_code ec) {
+    if (reading_header_) return on_header(ec);
+    on_read(ec);
   }
 
   // RFC 9112 §6.3: a request with both Transfer-Encoding (chunked last) and Content-Length is
@@ -238,11 +285,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     // Small bodies: what a body may hold is charged up front (at most the threshold); chunked
     // bodies are charged chunk by chunk in chunk_cb_.
     if (length && !body_charge_.add(*length)) return refuse_budget();
-    bhttp::async_read(socket_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->touch();
-                        self->on_read(ec);
-                      });
+    reading_header_ = false;
+    parser_->eager(true);
+    parse();
   }
 
   // Large bodies: the bytes already buffered, then reads straight into a buffer that grows as
@@ -422,15 +467,37 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
     }
     if (reply_.trace) reply_.trace->stamp_now("HTTP_SEND_START");
+    // A reply that fits in the socket's send buffer (nearly all of them) goes out in one
+    // non-blocking send, with no asynchronous operation; the rest follows asynchronously.
+    beast::error_code ec;
+    const std::size_t sent = socket_.write_some(std::span<const net::const_buffer>(buffers_), ec);
+    if (ec && ec != net::error::would_block && ec != net::error::try_again) return written(ec, keep);
+    std::size_t skip = ec ? 0 : sent;
+    auto first = buffers_.begin();
+    while (first != buffers_.end() && skip >= first->size()) skip -= (first++)->size();
+    buffers_.erase(buffers_.begin(), first);
+    if (buffers_.empty()) {
+      // Pipelined bytes wait in the buffer: the next request starts from the executor, so one
+      // client's pipeline neither nests requests inside one another nor holds the thread.
+      if (buffer_.size() != 0)
+        return net::post(socket_.get_executor(), [self = shared_from_this(), keep] { self->written({}, keep); });
+      return written({}, keep);
+    }
+    buffers_.front() += skip;
     // A view of the list: the write keeps a copy of its buffer sequence.
-    net::async_write(socket_, std::span<const net::const_buffer>(buffers_), transfer_all_unbounded, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
-      self->touch();
-      if (const auto& trace = self->reply_.trace) {
-        trace->stamp_now("HTTP_SEND_END");
-        self->s_.traces.finish(*trace);
-      }
-      self->finish(!ec && keep);
-    });
+    net::async_write(socket_, std::span<const net::const_buffer>(buffers_), transfer_all_unbounded,
+                     [self = shared_from_this(), keep](beast::error_code e, std::size_t) {
+                       self->written(e, keep);
+                     });
+  }
+
+  void written(beast::error_code ec, bool keep) {
+    touch();
+    if (const auto& trace = reply_.trace) {
+      trace->stamp_now("HTTP_SEND_END");
+      s_.traces.finish(*trace);
+    }
+    finish(!ec && keep);
   }
 
   void finish(bool keep) {
@@ -474,8 +541,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     watchdog_.cancel();
   }
 
-  tcp::socket socket_;
-  net::steady_timer watchdog_;
+  socket_type socket_;
+  timer_type watchdog_;
   clock::time_point last_progress_;
   bool executing_ = false;
   bool watching_peer_ = false;
@@ -499,6 +566,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   bool keep_alive_ = true;
   bool head_request_ = false;  ///< the request being answered is a HEAD
   bool framing_rewritten_ = false;
+  bool reading_header_ = true;  ///< parse() reads up to the end of the header, else of the message
   rest::receive_times received_;  ///< when the current request's header and body arrived  ///< Content-Length dropped for Transfer-Encoding (close after)
   bool counted_ = false;
   std::shared_ptr<std::string> continue_;
@@ -537,7 +605,7 @@ class listener : public std::enable_shared_from_this<listener> {
 
   void accept() {
     acceptor_.async_accept(s_.next_io(),
-                           [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
+                           [self = shared_from_this()](beast::error_code ec, socket_type sock) {
                              if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
                                return;
                              if (!ec) {

@@ -44,6 +44,41 @@ TEST_CASE("keep-alive and pipelined requests are answered in order", "[transport
   CHECK(c.closed_by_server());
 }
 
+TEST_CASE("thousands of pipelined requests in one write are answered in order", "[transport]") {
+  // Requests split across reads at every offset, replies sent at once or queued behind a full
+  // socket while the client is still writing: every reply comes, in order.
+  connection c(shared_server().http_port());
+  timeval tv{20, 0};
+  ::setsockopt(c.socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  constexpr int n = 3000;
+  std::string batch;
+  for (int i = 0; i < n; ++i)
+    batch += i % 3 == 1 ? request_text("POST", "/v2/models/simple/infer", simple_json())
+                        : request_text("GET", i % 3 ? "/nope" : "/v2/health/live", "");
+  std::thread writer([&] {  // while this thread reads the replies
+    const int fd = c.socket().native_handle();
+    for (std::size_t off = 0; off < batch.size();) {
+      const ssize_t k = ::send(fd, batch.data() + off, batch.size() - off, MSG_NOSIGNAL);
+      if (k <= 0) break;
+      off += static_cast<std::size_t>(k);
+    }
+  });
+  int in_order = 0;
+  for (int i = 0; i < n; ++i) {
+    auto r = c.read();
+    if (!r) break;
+    const int want = i % 3 == 1 ? 200 : i % 3 ? 404 : 200;
+    in_order += r->status == want && (i % 3 != 1 || r->body.starts_with(R"({"model_name":"simple")"));
+  }
+  writer.join();
+  CHECK(in_order == n);
+  connection again(shared_server().http_port());
+  again.send(request_text("GET", "/v2/health/live", ""));
+  auto r = again.read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
 TEST_CASE("HEAD gets headers only, also when it is refused", "[transport]") {
   // HEAD on a GET endpoint is 405; a body after the headers would be read as the start of the
   // next response. HEAD and a GET pipelined: the GET's status line must follow the headers.
