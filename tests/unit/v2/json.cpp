@@ -387,3 +387,24 @@ TEST_CASE("json: message errors carry the spec's texts", "[v2][json]") {
                   parse_json(R"({"parameters":{"unload_dependents":"yes"}})"))
                   .unload_dependents);
 }
+
+TEST_CASE("json: strings are written as Boost.JSON's serializer writes them", "[v2][json]") {
+  // Every byte value, alone and between plain text, plus a longer name with a quote late in it:
+  // the shortcut for text that needs no escaping and the serializer agree byte for byte.
+  std::vector<std::string> texts = {"", "OUTPUT0", "model_name", std::string(300, 'x') + "\"end",
+                                    "caf\xc3\xa9", "\xff\xfe"};
+  for (int c = 0; c < 256; ++c) {
+    texts.emplace_back(1, static_cast<char>(c));
+    texts.push_back("in" + std::string(1, static_cast<char>(c)) + "put");
+  }
+  int same = 0;
+  for (const auto& t : texts) {
+    std::string ours = "prefix:";
+    append_json_string(ours, t);
+    same += ours == "prefix:" + json::serialize(json::string_view(t.data(), t.size()));
+  }
+  CHECK(same == static_cast<int>(texts.size()));
+  std::string escaped;
+  append_json_string(escaped, "a\"b\\c\nd\x01");
+  CHECK(escaped == R"("a\"b\\c\nd\u0001")");
+}

@@ -65,13 +65,20 @@ INFERWIRE_DECL bool json_to_parameter(const boost::json::value& v, parameter_val
   }
 }
 
+// Appends the decimal digits of `v`.
+template <class Integer>
+void append_integer(std::string& h, Integer v) {
+  char digits[24];
+  h.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+
 INFERWIRE_DECL void append_parameter(std::string& h, const parameter_value& v) {
   std::visit([&](const auto& x) {
     using T = std::decay_t<decltype(x)>;
     if constexpr (std::is_same_v<T, std::string>) append_json_string(h, x);
     else if constexpr (std::is_same_v<T, bool>) h += x ? "true" : "false";
     else if constexpr (std::is_same_v<T, double>) append_json_double(h, x);
-    else h += std::to_string(x);
+    else append_integer(h, x);
   }, v);
 }
 
@@ -113,7 +120,7 @@ INFERWIRE_DECL void append_shape(std::string& h, std::span<const std::int64_t> s
   h += '[';
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) h += ',';
-    h += std::to_string(shape[i]);
+    append_integer(h, shape[i]);
   }
   h += ']';
 }
@@ -604,8 +611,11 @@ INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_bod
     detail::append_key(h, "shape");
     detail::append_shape(h, o.shape);
     if (o.encoding == tensor_encoding::binary) {
-      detail::append_parameters_object(
-          h, o.parameters, "\"binary_data_size\":" + std::to_string(o.data.size()));
+      constexpr std::string_view key = "\"binary_data_size\":";
+      char member[key.size() + 24];
+      key.copy(member, key.size());
+      const char* end = std::to_chars(member + key.size(), member + sizeof member, o.data.size()).ptr;
+      detail::append_parameters_object(h, o.parameters, std::string_view(member, end));
       if (!o.data.empty()) out.segments.push_back(o.data.bytes());
     } else {
       if (!o.parameters.empty()) detail::append_parameters_object(h, o.parameters);
@@ -792,7 +802,7 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
       if (in.encoding == tensor_encoding::binary) {
         if (comma) h += ',';
         detail::append_key(h, "binary_data_size");
-        h += std::to_string(in.data.size());
+        detail::append_integer(h, in.data.size());
         if (!in.data.empty()) out.segments.push_back(in.data.bytes());
       } else if (in.encoding == tensor_encoding::shared_memory) {
         if (!in.shm)
@@ -803,11 +813,11 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
         append_json_string(h, in.shm->region);
         h += ',';
         detail::append_key(h, "shared_memory_byte_size");
-        h += std::to_string(in.shm->byte_size);
+        detail::append_integer(h, in.shm->byte_size);
         if (in.shm->offset != 0) {
           h += ',';
           detail::append_key(h, "shared_memory_offset");
-          h += std::to_string(in.shm->offset);
+          detail::append_integer(h, in.shm->offset);
         }
       }
       h += '}';

@@ -9,6 +9,7 @@
 
 #include <boost/json/serializer.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
@@ -198,6 +199,17 @@ INFERWIRE_DECL void append_json_double(std::string& out, double d) {
 }
 
 INFERWIRE_DECL void append_json_string(std::string& out, std::string_view s) {
+  // Names and versions rarely need escaping: then the text goes out as it is, in quotes,
+  // exactly as the serializer would write it (it escapes only '"', '\\' and bytes below 0x20).
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
   boost::json::serializer sr;
   sr.reset(s);
   char buf[512];
