@@ -529,6 +529,38 @@ INFERWIRE_DECL std::size_t read_size(const reply_reader& parser) {
   return unknown;
 }
 
+// One non-blocking sendmsg of `buffers` from buffer `next`, byte `offset` on (up to 64 of
+// them), advancing both past what the socket took; would_block when it took nothing.
+INFERWIRE_DECL error_code send_some(int fd, const std::vector<net::const_buffer>& buffers,
+                                    std::size_t& next, std::size_t& offset) {
+  constexpr std::size_t batch = 64;
+  std::array<::iovec, batch> iov{};
+  std::size_t k = 0;
+  for (std::size_t i = next; i < buffers.size() && k < batch; ++i, ++k) {
+    const std::size_t skip = i == next ? offset : 0;
+    iov[k].iov_base = const_cast<char*>(static_cast<const char*>(buffers[i].data()) + skip);
+    iov[k].iov_len = buffers[i].size() - skip;
+  }
+  ::msghdr m{};
+  m.msg_iov = iov.data();
+  m.msg_iovlen = k;
+  ::ssize_t n;
+  do n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return net::error::would_block;
+    return {errno, net::error::get_system_category()};
+  }
+  auto sent = static_cast<std::size_t>(n);
+  while (next < buffers.size() && sent >= buffers[next].size() - offset) {
+    sent -= buffers[next].size() - offset;
+    ++next;
+    offset = 0;
+  }
+  offset += sent;
+  return {};
+}
+
 // The complete reply the parser holds, its body decoded (Content-Encoding); `keep` says
 // whether the connection may carry another call.
 INFERWIRE_DECL error_code take_reply(reply_reader& parser, std::size_t limit, reply& out,
@@ -650,11 +682,23 @@ class exchange_op {
           conn_->open = true;
         }
 
-        // 3. Send, then read until the parser has the whole reply.
-        BOOST_ASIO_CORO_YIELD {
+        // 3. Send, then read until the parser has the whole reply. Over plain TCP a request
+        // the socket takes at once goes out in one system call, with no write operation.
+        sent_next_ = sent_offset_ = 0;
+        if constexpr (!transport<Stream>::tls) {
           auto lock = io_lock();
-          // A view of the list: the write keeps a copy of its buffer sequence.
-          net::async_write(*conn_->stream, std::span<const net::const_buffer>(call_->buffers), std::move(self));
+          ec = send_some(transport<Stream>::lowest(*conn_->stream).native_handle(), call_->buffers,
+                         sent_next_, sent_offset_);
+          if (ec == net::error::would_block) ec = {};
+        }
+        if (!ec && sent_next_ < call_->buffers.size()) {
+          BOOST_ASIO_CORO_YIELD {
+            auto lock = io_lock();
+            rest_.assign(call_->buffers.begin() + static_cast<std::ptrdiff_t>(sent_next_), call_->buffers.end());
+            rest_.front() += sent_offset_;
+            // A view of the list: the write keeps a copy of its buffer sequence.
+            net::async_write(*conn_->stream, std::span<const net::const_buffer>(rest_), std::move(self));
+          }
         }
         if (!ec) {
           conn_->parser.emplace(st.options.max_response_size);
@@ -768,6 +812,8 @@ class exchange_op {
   bool armed_ = false;
   bool reused_ = false;
   bool retried_ = false;
+  std::size_t sent_next_ = 0, sent_offset_ = 0;  ///< how far the first send got
+  std::vector<net::const_buffer> rest_;  ///< what the socket did not take at once
   net::coroutine coro_;
 };
 
@@ -855,33 +901,11 @@ class blocking_io {
 
   // Sends every byte of `buffers`.
   error_code send(int fd, const std::vector<net::const_buffer>& buffers) const {
-    constexpr std::size_t batch = 64;
     std::size_t next = 0, offset = 0;  // the first buffer not fully sent, and how much of it is
     while (next < buffers.size()) {
-      std::array<::iovec, batch> iov{};
-      std::size_t k = 0;
-      for (std::size_t i = next; i < buffers.size() && k < batch; ++i, ++k) {
-        std::size_t skip = i == next ? offset : 0;
-        iov[k].iov_base = const_cast<char*>(static_cast<const char*>(buffers[i].data()) + skip);
-        iov[k].iov_len = buffers[i].size() - skip;
-      }
-      ::msghdr m{};
-      m.msg_iov = iov.data();
-      m.msg_iovlen = k;
-      auto n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return last_error();
-        if (auto e = wait(fd, POLLOUT); e) return e;
-        continue;
-      }
-      auto sent = static_cast<std::size_t>(n);
-      while (next < buffers.size() && sent >= buffers[next].size() - offset) {
-        sent -= buffers[next].size() - offset;
-        ++next;
-        offset = 0;
-      }
-      offset += sent;
+      error_code e = send_some(fd, buffers, next, offset);
+      if (e == net::error::would_block) e = wait(fd, POLLOUT);
+      if (e) return e;
     }
     return {};
   }
