@@ -7,6 +7,7 @@
 
 #include <inferwire/http/compression.hpp>
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/fast_request.hpp>
 #include <inferwire/v2/json.hpp>
 
 #include <boost/asio/dispatch.hpp>
@@ -414,9 +415,13 @@ status endpoints::decode_body(infer_job& job, std::optional<reply>& refusal) {
   if (auto it = job.req.find(v2::header_length_field); it != job.req.end()) ihcl = it->value();
   const std::size_t header_length = v2::parse_header_length(ihcl, content_length, st);
   if (st) return st;
-  // Steps 5 to 9: the JSON header and the binary data after it.
-  job.request = v2::decode_infer_request(body.substr(0, content_length), header_length, c.name, st, limits);
-  if (st) return st;
+  // Steps 5 to 9: the JSON header and the binary data after it (the common shapes in one pass
+  // over the header; the rest, and every error, by the full decoder).
+  const std::string_view message = body.substr(0, content_length);
+  if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request)) {
+    job.request = v2::decode_infer_request(message, header_length, c.name, st, limits);
+    if (st) return st;
+  }
   if (job.request.raw_binary) {
     std::vector<v2::tensor_metadata> inputs;
     for (const auto& t : c.inputs) inputs.push_back({t.name, t.datatype, t.dims});

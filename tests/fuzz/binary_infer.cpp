@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: binary tensor framing. The first two bytes choose the JSON header's length
 // (Inference-Header-Content-Length); the rest is the body, decoded as a request and as a
-// response.
+// response. What the request fast path accepts must decode the same with the full decoder.
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/fast_request.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     inferwire::v2::codec_limits limits;
     limits.max_input_size = 1 << 20;
     auto request = inferwire::v2::decode_infer_request(body, header_length, "model", st, limits);
+    inferwire::v2::infer_request fast;
+    if (inferwire::v2::try_decode_infer_request_fast(body, header_length, limits, fast) &&
+        (st || !(fast == request)))
+      __builtin_trap();
     if (!st && request.raw_binary) {
       const inferwire::v2::tensor_metadata input{"INPUT0", inferwire::data_type::bytes, {-1}};
       (void)inferwire::v2::deduce_raw_input(request, "model", {&input, 1}, false, limits);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: the JSON infer request decoder (the whole input is the JSON header).
+// libFuzzer target: the JSON infer request decoder (the whole input is the JSON header), and
+// its fast path: what the fast path accepts must decode the same with the full decoder.
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/fast_request.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   inferwire::status st;
   auto request = inferwire::v2::decode_infer_request(body, size, "model", st);
+  inferwire::v2::infer_request fast;
+  if (inferwire::v2::try_decode_infer_request_fast(body, size, {}, fast) && (st || !(fast == request)))
+    __builtin_trap();
   if (!st) {
     // What decoded must encode again (the client side of the same codec).
     inferwire::v2::encoded_body out;

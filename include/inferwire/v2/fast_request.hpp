@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: Apache-2.0
+// inferwire/v2/fast_request.hpp
+//
+// A fast path for decoding the infer requests most clients send: `decode_infer_request` builds
+// a JSON document and then walks it; this reads the header's tokens once (Boost.JSON's SAX
+// parser) straight into the `infer_request`, for the common shape only:
+//
+//   {"id": "...", "inputs": [{"name": "...", "datatype": "...", "shape": [...],
+//                             "parameters": {"binary_data_size": N}}, ...],
+//    "outputs": [{"name": "...", "parameters": {"binary_data": true|false}}, ...]}
+//
+// in any member order, with members the decoder ignores anywhere they are ignored there.
+// Everything else (request parameters, JSON or shared-memory inputs, other tensor parameters,
+// escapes that split a string, a repeated member, any error at all) makes it decline, and the
+// caller decodes with `decode_infer_request`, which gives the result or the exact error. What
+// it accepts, it decodes exactly as `decode_infer_request` does (a test and a fuzz target
+// compare the two).
+//
+// Kept out of binary.hpp: the parser's template costs every translation unit that includes the
+// codec compile time, and only a server's request path needs it.
+#ifndef INFERWIRE_V2_FAST_REQUEST_HPP
+#define INFERWIRE_V2_FAST_REQUEST_HPP
+
+#include <inferwire/v2/binary.hpp>
+
+#include <boost/json/basic_parser_impl.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace inferwire::v2 {
+
+namespace detail {
+
+class fast_request_handler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  fast_request_handler(std::string_view body, std::size_t header_length, const codec_limits& limits,
+                       infer_request& out)
+      : body_(body), next_binary_(header_length), limits_(limits), req_(out) {}
+
+  /// After a successful parse: whether the request is complete and consistent.
+  bool finished() const noexcept { return have_inputs_ && next_binary_ == body_.size(); }
+
+  using ec_t = boost::json::error_code;
+  using sv = boost::json::string_view;
+
+  bool on_document_begin(ec_t&) { return true; }
+  bool on_document_end(ec_t&) { return true; }
+
+  bool on_object_begin(ec_t&) {
+    if (skip_ > 0 || awaiting_ == slot::ignored) return skip_value_begin();
+    switch (frame_) {
+      case frame::none:
+        if (awaiting_ != slot::none) return false;
+        return enter(frame::root);
+      case frame::inputs:
+        if (++tensors_ > limits_.max_tensors) return false;
+        req_.inputs.emplace_back();
+        seen_ = 0;
+        return enter(frame::input);
+      case frame::outputs:
+        if (++tensors_ > limits_.max_tensors) return false;
+        req_.outputs.emplace_back();
+        seen_ = 0;
+        return enter(frame::output);
+      case frame::input:
+        if (awaiting_ != slot::tensor_parameters || limits_.max_parameters < 1) return false;
+        awaiting_ = slot::none;
+        return enter(frame::input_parameters);
+      case frame::output:
+        if (awaiting_ != slot::tensor_parameters || limits_.max_parameters < 1) return false;
+        awaiting_ = slot::none;
+        return enter(frame::output_parameters);
+      default:
+        return false;
+    }
+  }
+
+  bool on_object_end(std::size_t, ec_t&) {
+    if (skip_ > 0) return skip_value_end();
+    switch (frame_) {
+      case frame::root:
+        frame_ = frame::none;
+        return true;
+      case frame::input: {
+        // name, datatype, shape and binary_data_size (each once, as on_key saw to).
+        constexpr unsigned required = (1u << static_cast<unsigned>(slot::name)) |
+                                      (1u << static_cast<unsigned>(slot::datatype)) |
+                                      (1u << static_cast<unsigned>(slot::shape)) |
+                                      (1u << static_cast<unsigned>(slot::binary_data_size));
+        if ((seen_ & required) != required) return false;
+        infer_input& in = req_.inputs.back();
+        if (binary_size_ > body_.size() - next_binary_) return false;
+        in.encoding = tensor_encoding::binary;
+        in.data = tensor_data::view(body_.substr(next_binary_, binary_size_));
+        next_binary_ += binary_size_;
+        frame_ = frame::inputs;
+        return true;
+      }
+      case frame::output:
+        if (!(seen_ & bit(slot::name))) return false;
+        frame_ = frame::outputs;
+        return true;
+      case frame::input_parameters:
+        frame_ = frame::input;
+        return true;
+      case frame::output_parameters:
+        frame_ = frame::output;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool on_array_begin(ec_t&) {
+    if (skip_ > 0 || awaiting_ == slot::ignored) return skip_value_begin();
+    const slot s = std::exchange(awaiting_, slot::none);
+    // The sizes are not known yet: room for what requests usually carry, in one allocation.
+    if (frame_ == frame::root && s == slot::inputs) {
+      have_inputs_ = true;
+      tensors_ = 0;
+      req_.inputs.reserve(4);
+      return enter(frame::inputs);
+    }
+    if (frame_ == frame::root && s == slot::outputs) {
+      tensors_ = 0;
+      req_.outputs.reserve(4);
+      return enter(frame::outputs);
+    }
+    if (frame_ == frame::input && s == slot::shape) {
+      req_.inputs.back().shape.reserve(4);
+      return enter(frame::shape);
+    }
+    return false;
+  }
+
+  bool on_array_end(std::size_t, ec_t&) {
+    if (skip_ > 0) return skip_value_end();
+    switch (frame_) {
+      case frame::inputs:
+      case frame::outputs:
+        frame_ = frame::root;
+        return true;
+      case frame::shape:
+        frame_ = frame::input;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool on_key_part(sv, std::size_t, ec_t&) { return skip_ > 0; }
+  bool on_key(sv key, std::size_t, ec_t&) {
+    if (skip_ > 0) return true;
+    slot s = slot::ignored;
+    switch (frame_) {
+      case frame::root:
+        if (key == "id") s = slot::id;
+        else if (key == "inputs") s = slot::inputs;
+        else if (key == "outputs") s = slot::outputs;
+        else if (key == "parameters") return false;
+        break;
+      case frame::input:
+        if (key == "name") s = slot::name;
+        else if (key == "datatype") s = slot::datatype;
+        else if (key == "shape") s = slot::shape;
+        else if (key == "parameters") s = slot::tensor_parameters;
+        else if (key == "data") return false;
+        break;
+      case frame::output:
+        if (key == "name") s = slot::name;
+        else if (key == "parameters") s = slot::tensor_parameters;
+        break;
+      case frame::input_parameters:
+        if (key != "binary_data_size") return false;
+        s = slot::binary_data_size;
+        break;
+      case frame::output_parameters:
+        if (key != "binary_data") return false;
+        s = slot::binary_data;
+        break;
+      default:
+        return false;
+    }
+    if (s != slot::ignored) {
+      // A member named twice: the document decides which one counts; leave it to the decoder.
+      unsigned& seen = frame_ == frame::root ? root_seen_ : seen_;
+      if (seen & bit(s)) return false;
+      seen |= bit(s);
+    }
+    awaiting_ = s;
+    return true;
+  }
+
+  bool on_string_part(sv, std::size_t, ec_t&) { return skip_ > 0 || awaiting_ == slot::ignored; }
+  bool on_string(sv text, std::size_t, ec_t&) {
+    if (skip_ > 0) return true;
+    switch (std::exchange(awaiting_, slot::none)) {
+      case slot::ignored: return true;
+      case slot::id: req_.id.assign(text.data(), text.size()); return true;
+      case slot::name:
+        if (frame_ == frame::input) req_.inputs.back().name.assign(text.data(), text.size());
+        else req_.outputs.back().name.assign(text.data(), text.size());
+        return true;
+      case slot::datatype:
+        req_.inputs.back().datatype = parse_data_type(std::string_view(text.data(), text.size()));
+        return true;
+      default: return false;
+    }
+  }
+
+  bool on_number_part(sv, ec_t&) { return true; }
+  bool on_int64(std::int64_t v, sv, ec_t&) {
+    if (v < 0) return scalar_ignored();
+    return on_unsigned(static_cast<std::uint64_t>(v));
+  }
+  bool on_uint64(std::uint64_t v, sv, ec_t&) { return on_unsigned(v); }
+  bool on_double(double, sv, ec_t&) { return scalar_ignored(); }
+  bool on_bool(bool b, ec_t&) {
+    if (skip_ == 0 && awaiting_ == slot::binary_data) {
+      awaiting_ = slot::none;
+      req_.outputs.back().binary_data = b;
+      return true;
+    }
+    return scalar_ignored();
+  }
+  bool on_null(ec_t&) { return scalar_ignored(); }
+  bool on_comment_part(sv, ec_t&) { return false; }
+  bool on_comment(sv, ec_t&) { return false; }
+
+ private:
+  enum class frame : std::uint8_t { none, root, inputs, input, shape, input_parameters, outputs, output, output_parameters };
+  enum class slot : std::uint8_t {
+    none, ignored, id, inputs, outputs, name, datatype, shape, tensor_parameters, binary_data_size, binary_data
+  };
+  static unsigned bit(slot s) noexcept { return 1u << static_cast<unsigned>(s); }
+
+  bool enter(frame f) {
+    frame_ = f;
+    return true;
+  }
+  // A value the decoder does not look at: objects and arrays are skipped whole.
+  bool skip_value_begin() {
+    awaiting_ = slot::none;
+    ++skip_;
+    return true;
+  }
+  bool skip_value_end() {
+    --skip_;
+    return true;
+  }
+  bool scalar_ignored() {
+    if (skip_ > 0) return true;
+    return std::exchange(awaiting_, slot::none) == slot::ignored;
+  }
+  bool on_unsigned(std::uint64_t v) {
+    if (skip_ > 0) return true;
+    if (frame_ == frame::shape && awaiting_ == slot::none) {
+      auto& shape = req_.inputs.back().shape;
+      if (shape.size() >= limits_.max_dims) return false;
+      shape.push_back(static_cast<std::int64_t>(v));  // > INT64_MAX reads as invalid, as there
+      return true;
+    }
+    switch (std::exchange(awaiting_, slot::none)) {
+      case slot::ignored: return true;
+      case slot::binary_data_size: binary_size_ = v; return true;
+      default: return false;
+    }
+  }
+
+  std::string_view body_;
+  std::size_t next_binary_;
+  const codec_limits& limits_;
+  infer_request& req_;
+  frame frame_ = frame::none;
+  slot awaiting_ = slot::none;
+  unsigned root_seen_ = 0, seen_ = 0;
+  std::size_t skip_ = 0, tensors_ = 0;
+  std::uint64_t binary_size_ = 0;
+  bool have_inputs_ = false;
+};
+
+}  // namespace detail
+
+/// Decodes `body` as decode_infer_request would when the header has the common shape above;
+/// returns false (and leaves `out` unspecified) when it does not, or when anything is wrong.
+inline bool try_decode_infer_request_fast(std::string_view body, std::size_t header_length,
+                                          const codec_limits& limits, infer_request& out) {
+  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
+    return false;
+  out = {};
+  boost::json::parse_options options;
+  options.max_depth = 32;  // deeper documents go to the decoder, whose limit is 100
+  boost::json::basic_parser<detail::fast_request_handler> p(options, body, header_length, limits, out);
+  boost::json::error_code ec;
+  const std::size_t n = p.write_some(false, body.data(), header_length, ec);
+  return !ec && n == header_length && p.done() && p.handler().finished();
+}
+
+}  // namespace inferwire::v2
+
+#endif

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <inferwire/v2/fast_request.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace inferwire;
+using namespace inferwire::v2;
+
+namespace {
+
+struct outcome {
+  bool fast = false;  ///< the fast path decoded it
+  bool same = false;  ///< and the full decoder agrees (succeeds with an equal request)
+};
+
+outcome compare(const std::string& header, std::size_t binary_bytes, const codec_limits& limits = {}) {
+  std::string body = header;
+  for (std::size_t i = 0; i < binary_bytes; ++i) body += static_cast<char>('a' + i % 26);
+  infer_request fast;
+  outcome o;
+  o.fast = try_decode_infer_request_fast(body, header.size(), limits, fast);
+  status st;
+  infer_request full = decode_infer_request(body, header.size(), "m", st, limits);
+  o.same = !st && fast == full;
+  return o;
+}
+
+const std::string in0 = R"({"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}})";
+const std::string in1 = R"({"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}})";
+const std::string outs = R"("outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}},{"name":"OUTPUT1"}])";
+
+}  // namespace
+
+TEST_CASE("fast request path: the common shapes decode as the full decoder decodes them", "[v2][binary]") {
+  const std::vector<std::pair<std::string, std::size_t>> accepted = {
+      {R"({"inputs":[)" + in0 + "," + in1 + "]," + outs + "}", 128},
+      {R"({"id":"req-1",)" + outs + R"(,"inputs":[)" + in1 + "," + in0 + "]}", 128},
+      {R"({"inputs":[)" + in0 + "]}", 64},
+      {R"({"inputs":[]})", 0},
+      {R"({"model_name":{"x":[1,2,{"y":null}]},"inputs":[)" + in0 + R"(],"z":-1.5,"w":"s"})", 64},
+      {R"({"inputs":[{"parameters":{"binary_data_size":3},"shape":[3],"unknown":[true],"datatype":"UINT8","name":"A"}]})", 3},
+      {R"({"inputs":[{"name":"Aqé","shape":[18446744073709551615,0],"datatype":"NOPE","parameters":{"binary_data_size":0}}]})", 0},
+      {R"( { "inputs" : [ ] , "outputs" : [ { "name" : "O" , "parameters" : { "binary_data" : false } } ] } )", 0},
+  };
+  int fast = 0, same = 0;
+  for (const auto& [header, bytes] : accepted) {
+    auto o = compare(header, bytes);
+    fast += o.fast;
+    same += o.fast && o.same;
+  }
+  CHECK(fast == static_cast<int>(accepted.size()));
+  CHECK(same == fast);
+}
+
+TEST_CASE("fast request path: everything else is left to the full decoder", "[v2][binary]") {
+  const std::vector<std::pair<std::string, std::size_t>> declined = {
+      // what the full decoder accepts, in forms the fast path does not read
+      {R"({"inputs":[)" + in0 + R"(],"parameters":{"priority":1}})", 64},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","data":[1,2]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8,"k":"v"}}]})", 8},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}}]})", 0},
+      {R"({"inputs":[)" + in0 + R"(],"outputs":[{"name":"O","parameters":{"classification":2}}]})", 64},
+      {R"({"inputs":[)" + in0 + R"(],"x":NaN})", 64},
+      {R"({"inputs":[{"name":"A\"q\u00e9","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
+      // errors, each with its own text from the full decoder
+      {R"({"inputs":[)" + in0 + "]}", 63},
+      {R"({"inputs":[)" + in0 + "]}", 65},
+      {R"({"inputs":[{"name":"A","shape":[-1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1.0],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":0},"name":"B"}]})", 0},
+      {R"({"inputs":[{"shape":[1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
+      {R"({"inputs":[{"name":1,"shape":[1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
+      {R"({"inputs":[)" + in0 + R"(],"outputs":[{"name":"O","parameters":{"binary_data":1}}]})", 64},
+      {R"({"outputs":[]})", 0},
+      {R"({"inputs":{}})", 0},
+      {R"([])", 0},
+      {R"({"inputs":[]} x)", 0},
+      {R"({"inputs":[])", 0},
+  };
+  int fast = 0;
+  for (const auto& [header, bytes] : declined) fast += compare(header, bytes).fast;
+  CHECK(fast == 0);
+
+  // The limits: more tensors or dimensions than allowed are the full decoder's errors.
+  codec_limits few;
+  few.max_tensors = 1;
+  few.max_dims = 1;
+  CHECK_FALSE(compare(R"({"inputs":[)" + in0 + "," + in1 + "]}", 128, few).fast);
+  CHECK_FALSE(compare(R"({"inputs":[)" + in0 + "]}", 64, few).fast);
+  few.max_dims = 2;
+  CHECK(compare(R"({"inputs":[)" + in0 + "]}", 64, few).fast);
+}
