@@ -5,12 +5,15 @@
 // a JSON document and then walks it; this reads the header's tokens once (Boost.JSON's SAX
 // parser) straight into the `infer_request`, for the common shape only:
 //
-//   {"id": "...", "inputs": [{"name": "...", "datatype": "...", "shape": [...],
+//   {"id": "...", "parameters": {"binary_data_output": true, ...},
+//    "inputs": [{"name": "...", "datatype": "...", "shape": [...],
 //                             "parameters": {"binary_data_size": N}}, ...],
 //    "outputs": [{"name": "...", "parameters": {"binary_data": true|false}}, ...]}
 //
 // in any member order, with members the decoder ignores anywhere they are ignored there.
-// Everything else (request parameters, JSON or shared-memory inputs, other tensor parameters,
+// Request parameters are read with the full decoder's types (sequence_id, sequence_start/end,
+// binary_data_output, priority, timeout, custom strings, numbers and bools).
+// Everything else (JSON or shared-memory inputs, other tensor parameters,
 // escapes that split a string, a repeated member, any error at all) makes it decline, and the
 // caller decodes with `decode_infer_request`, which gives the result or the exact error. What
 // it accepts, it decodes exactly as `decode_infer_request` does (a test and a fuzz target
@@ -27,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -60,6 +64,10 @@ class fast_request_handler {
       case frame::none:
         if (awaiting_ != slot::none) return false;
         return enter(frame::root);
+      case frame::root:
+        if (awaiting_ != slot::request_parameters) return false;
+        awaiting_ = slot::none;
+        return enter(frame::request_parameters);
       case frame::inputs:
         if (++tensors_ > limits_.max_tensors) return false;
         req_.inputs.emplace_back();
@@ -88,6 +96,9 @@ class fast_request_handler {
     switch (frame_) {
       case frame::root:
         frame_ = frame::none;
+        return true;
+      case frame::request_parameters:
+        frame_ = frame::root;
         return true;
       case frame::input: {
         // name, datatype, shape and binary_data_size (each once, as on_key saw to).
@@ -165,8 +176,19 @@ class fast_request_handler {
         if (key == "id") s = slot::id;
         else if (key == "inputs") s = slot::inputs;
         else if (key == "outputs") s = slot::outputs;
-        else if (key == "parameters") return false;
+        else if (key == "parameters") s = slot::request_parameters;
         break;
+      case frame::request_parameters: {
+        // Reserved names and a name given twice are the full decoder's business.
+        const std::string_view name(key.data(), key.size());
+        if (name.starts_with("triton_") || req_.parameters.contains(name) ||
+            req_.parameters.size() >= limits_.max_parameters)
+          return false;
+        param_ = parameter_kind_of(name);
+        param_name_.assign(name.data(), name.size());
+        awaiting_ = slot::parameter_value;
+        return true;
+      }
       case frame::input:
         if (key == "name") s = slot::name;
         else if (key == "datatype") s = slot::datatype;
@@ -202,6 +224,10 @@ class fast_request_handler {
   bool on_string_part(sv, std::size_t, ec_t&) { return skip_ > 0 || awaiting_ == slot::ignored; }
   bool on_string(sv text, std::size_t, ec_t&) {
     if (skip_ > 0) return true;
+    if (awaiting_ == slot::parameter_value) {
+      if (param_ != parameter_kind::custom && param_ != parameter_kind::sequence_id) return false;
+      return set_parameter(std::string(text.data(), text.size()));
+    }
     switch (std::exchange(awaiting_, slot::none)) {
       case slot::ignored: return true;
       case slot::id: req_.id.assign(text.data(), text.size()); return true;
@@ -218,12 +244,31 @@ class fast_request_handler {
 
   bool on_number_part(sv, ec_t&) { return true; }
   bool on_int64(std::int64_t v, sv, ec_t&) {
+    if (skip_ == 0 && awaiting_ == slot::parameter_value) {
+      if (param_ == parameter_kind::custom) return set_parameter(v);
+      if (param_ == parameter_kind::flag || v < 0) return false;
+      return set_parameter(static_cast<std::uint64_t>(v));
+    }
     if (v < 0) return scalar_ignored();
     return on_unsigned(static_cast<std::uint64_t>(v));
   }
-  bool on_uint64(std::uint64_t v, sv, ec_t&) { return on_unsigned(v); }
-  bool on_double(double, sv, ec_t&) { return scalar_ignored(); }
+  bool on_uint64(std::uint64_t v, sv, ec_t&) {
+    if (skip_ == 0 && awaiting_ == slot::parameter_value) {
+      // Above INT64_MAX: a custom parameter reads it as a double, as the full decoder does.
+      if (param_ == parameter_kind::custom) return set_parameter(static_cast<double>(v));
+      if (param_ == parameter_kind::flag) return false;
+      return set_parameter(v);
+    }
+    return on_unsigned(v);
+  }
+  bool on_double(double d, sv, ec_t&) {
+    if (skip_ == 0 && awaiting_ == slot::parameter_value)
+      return param_ == parameter_kind::custom && set_parameter(d);
+    return scalar_ignored();
+  }
   bool on_bool(bool b, ec_t&) {
+    if (skip_ == 0 && awaiting_ == slot::parameter_value)
+      return (param_ == parameter_kind::custom || param_ == parameter_kind::flag) && set_parameter(b);
     if (skip_ == 0 && awaiting_ == slot::binary_data) {
       awaiting_ = slot::none;
       req_.outputs.back().binary_data = b;
@@ -236,10 +281,29 @@ class fast_request_handler {
   bool on_comment(sv, ec_t&) { return false; }
 
  private:
-  enum class frame : std::uint8_t { none, root, inputs, input, shape, input_parameters, outputs, output, output_parameters };
-  enum class slot : std::uint8_t {
-    none, ignored, id, inputs, outputs, name, datatype, shape, tensor_parameters, binary_data_size, binary_data
+  enum class frame : std::uint8_t {
+    none, root, request_parameters, inputs, input, shape, input_parameters, outputs, output, output_parameters
   };
+  enum class slot : std::uint8_t {
+    none, ignored, id, request_parameters, parameter_value, inputs, outputs, name, datatype, shape,
+    tensor_parameters, binary_data_size, binary_data
+  };
+  // The request parameters the full decoder types: sequence_id (string or unsigned), the
+  // flags (bool) and priority/timeout (unsigned); any other name is a custom parameter.
+  enum class parameter_kind : std::uint8_t { custom, sequence_id, flag, unsigned_ };
+  static parameter_kind parameter_kind_of(std::string_view name) noexcept {
+    if (name == "sequence_id") return parameter_kind::sequence_id;
+    if (name == "sequence_start" || name == "sequence_end" || name == "binary_data_output")
+      return parameter_kind::flag;
+    if (name == "priority" || name == "timeout") return parameter_kind::unsigned_;
+    return parameter_kind::custom;
+  }
+  template <class V>
+  bool set_parameter(V&& value) {
+    awaiting_ = slot::none;
+    req_.parameters.set(param_name_, std::forward<V>(value));
+    return true;
+  }
   static unsigned bit(slot s) noexcept { return 1u << static_cast<unsigned>(s); }
 
   bool enter(frame f) {
@@ -284,6 +348,8 @@ class fast_request_handler {
   unsigned root_seen_ = 0, seen_ = 0;
   std::size_t skip_ = 0, tensors_ = 0;
   std::uint64_t binary_size_ = 0;
+  parameter_kind param_ = parameter_kind::custom;
+  std::string param_name_;
   bool have_inputs_ = false;
 };
 

@@ -43,6 +43,10 @@ TEST_CASE("fast request path: the common shapes decode as the full decoder decod
       {R"({"model_name":{"x":[1,2,{"y":null}]},"inputs":[)" + in0 + R"(],"z":-1.5,"w":"s"})", 64},
       {R"({"inputs":[{"parameters":{"binary_data_size":3},"shape":[3],"unknown":[true],"datatype":"UINT8","name":"A"}]})", 3},
       {R"({"inputs":[{"name":"Aqé","shape":[18446744073709551615,0],"datatype":"NOPE","parameters":{"binary_data_size":0}}]})", 0},
+      {R"({"parameters":{"binary_data_output":true},"inputs":[)" + in0 + "," + in1 + "]}", 128},
+      {R"({"parameters":{"sequence_id":"s-1","sequence_start":true,"sequence_end":false,"priority":3,)"
+       R"("timeout":0,"c1":"v","c2":-4,"c3":18446744073709551615,"c4":2.5,"c5":false},"inputs":[]})", 0},
+      {R"({"parameters":{"sequence_id":42},"inputs":[]})", 0},
       {R"( { "inputs" : [ ] , "outputs" : [ { "name" : "O" , "parameters" : { "binary_data" : false } } ] } )", 0},
   };
   int fast = 0, same = 0;
@@ -58,7 +62,9 @@ TEST_CASE("fast request path: the common shapes decode as the full decoder decod
 TEST_CASE("fast request path: everything else is left to the full decoder", "[v2][binary]") {
   const std::vector<std::pair<std::string, std::size_t>> declined = {
       // what the full decoder accepts, in forms the fast path does not read
-      {R"({"inputs":[)" + in0 + R"(],"parameters":{"priority":1}})", 64},
+      {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":null}})", 64},
+      {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":[1]}})", 64},
+      {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":{"d":1}}})", 64},
       {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","data":[1,2]}]})", 0},
       {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8,"k":"v"}}]})", 8},
       {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}}]})", 0},
@@ -66,6 +72,15 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
       {R"({"inputs":[)" + in0 + R"(],"x":NaN})", 64},
       {R"({"inputs":[{"name":"A\"q\u00e9","shape":[1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
       // errors, each with its own text from the full decoder
+      {R"({"parameters":{"triton_x":1},"inputs":[]})", 0},
+      {R"({"parameters":{"priority":-1},"inputs":[]})", 0},
+      {R"({"parameters":{"priority":1.5},"inputs":[]})", 0},
+      {R"({"parameters":{"timeout":"1"},"inputs":[]})", 0},
+      {R"({"parameters":{"binary_data_output":1},"inputs":[]})", 0},
+      {R"({"parameters":{"sequence_start":"true"},"inputs":[]})", 0},
+      {R"({"parameters":{"sequence_id":true},"inputs":[]})", 0},
+      {R"({"parameters":{"a":1,"a":2},"inputs":[]})", 0},
+      {R"({"parameters":{},"parameters":{},"inputs":[]})", 0},
       {R"({"inputs":[)" + in0 + "]}", 63},
       {R"({"inputs":[)" + in0 + "]}", 65},
       {R"({"inputs":[{"name":"A","shape":[-1],"datatype":"INT32","parameters":{"binary_data_size":0}}]})", 0},
@@ -92,4 +107,7 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
   CHECK_FALSE(compare(R"({"inputs":[)" + in0 + "]}", 64, few).fast);
   few.max_dims = 2;
   CHECK(compare(R"({"inputs":[)" + in0 + "]}", 64, few).fast);
+  few.max_parameters = 1;
+  CHECK(compare(R"({"parameters":{"a":1},"inputs":[]})", 0, few).fast);
+  CHECK_FALSE(compare(R"({"parameters":{"a":1,"b":2},"inputs":[]})", 0, few).fast);
 }
