@@ -162,7 +162,9 @@ class endpoints {
   std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
                              std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
                              const receive_times& received);
-  status decode_body(infer_job& job, std::optional<reply>& refusal);
+  status decode_body(infer_job& job, std::string_view content_encoding,
+                     std::optional<std::string_view> content_length,
+                     std::optional<std::string_view> header_length, std::optional<reply>& refusal);
   reply respond(infer_job& job, const status& done, const std::string& accept) noexcept;
   reply encode(infer_job& job, const std::string& accept);
 

@@ -12,10 +12,13 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <new>
+#include <optional>
+#include <utility>
 
 namespace inferwire::server::rest {
 
@@ -347,6 +350,38 @@ std::optional<reply> endpoints::repository_control(const route& r, request_t&& r
 
 // --- infer (v2-protocol §4) --------------------------------------------------------------------
 
+namespace {
+// The fields an inference reads, in one pass over the request's fields, the first of each (what
+// find() gives): each lookup by name is a search with case-insensitive comparisons.
+struct infer_fields {
+  std::string_view accept_encoding, content_encoding;
+  std::optional<std::string_view> content_length, header_length;
+
+  explicit infer_fields(const request_t& req) {
+    bool accept = false, coding = false;
+    for (const auto& f : req) {
+      switch (f.name()) {
+        case bhttp::field::accept_encoding:
+          if (!std::exchange(accept, true)) accept_encoding = f.value();
+          break;
+        case bhttp::field::content_encoding:
+          if (!std::exchange(coding, true)) content_encoding = f.value();
+          break;
+        case bhttp::field::content_length:
+          if (!content_length) content_length = f.value();
+          break;
+        case bhttp::field::unknown:
+          if (!header_length && boost::beast::iequals(f.name_string(), v2::header_length_field))
+            header_length = f.value();
+          break;
+        default:
+          break;
+      }
+    }
+  }
+};
+}  // namespace
+
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = std::make_shared<infer_job>();
@@ -358,9 +393,11 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
     return error_reply(501, "HTTP end point doesn't support models with decoupled transaction policy");
   job->req = std::move(req);
   job->big_body = std::move(big);
+  const infer_fields fields(job->req);
   // Steps 2 to 9: the body.
   std::optional<reply> refusal;
-  if (auto st = decode_body(*job, refusal)) return error_reply(svc_.failed(*job, std::move(st)));
+  if (auto st = decode_body(*job, fields.content_encoding, fields.content_length, fields.header_length, refusal))
+    return error_reply(svc_.failed(*job, std::move(st)));
   if (refusal) return refusal;
   // Steps 10 and 11, then the run: inline for small requests (done is called before infer
   // returns, on this I/O thread), otherwise on the execution pool.
@@ -374,7 +411,7 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
   infer_hooks hooks;
   if (const std::atomic<bool>* gone = out->gone())
     hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
-  svc_.infer(job, std::move(hooks), [this, out, job, accept = std::string(job->req[bhttp::field::accept_encoding])](status done) {
+  svc_.infer(job, std::move(hooks), [this, out, job, accept = std::string(fields.accept_encoding)](status done) {
     reply rep = respond(*job, done, accept);
     rep.owner = job;
     rep.trace = job->trace;
@@ -386,12 +423,15 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
 // Steps 2 to 9 of the HTTP infer pipeline: Content-Encoding, the lengths, then the JSON header
 // and binary tensor data. A failure is the request's error (counted as a failed inference);
 // `refusal` is a reply that is not an inference failure (an unsupported coding).
-status endpoints::decode_body(infer_job& job, std::optional<reply>& refusal) {
+status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
+                              std::optional<std::string_view> content_length_field,
+                              std::optional<std::string_view> header_length_field,
+                              std::optional<reply>& refusal) {
   const server::model_config& c = *job.model->config;
   const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
   // Step 2: Content-Encoding.
   std::string_view body = job.big_body ? job.big_body->view() : std::string_view(job.req.body());
-  const auto coding = inferwire::http::parse_content_encoding(job.req[bhttp::field::content_encoding]);
+  const auto coding = inferwire::http::parse_content_encoding(content_encoding);
   if (!coding) {
     refusal = error_reply(501, "Unsupported compression type");
     refusal->fields.emplace_back("Accept-Encoding", "gzip, deflate");
@@ -405,15 +445,13 @@ status endpoints::decode_body(infer_job& job, std::optional<reply>& refusal) {
   status st;
   std::size_t content_length = body.size();
   if (*coding == inferwire::http::content_coding::identity) {
-    if (auto it = job.req.find(bhttp::field::content_length); it != job.req.end()) {
-      content_length = v2::parse_content_length(it->value(), st);
+    if (content_length_field) {
+      content_length = v2::parse_content_length(*content_length_field, st);
       if (st) return st;
       content_length = std::min(content_length, body.size());
     }
   }
-  std::optional<std::string_view> ihcl;
-  if (auto it = job.req.find(v2::header_length_field); it != job.req.end()) ihcl = it->value();
-  const std::size_t header_length = v2::parse_header_length(ihcl, content_length, st);
+  const std::size_t header_length = v2::parse_header_length(header_length_field, content_length, st);
   if (st) return st;
   // Steps 5 to 9: the JSON header and the binary data after it (the common shapes in one pass
   // over the header; the rest, and every error, by the full decoder).

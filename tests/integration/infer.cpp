@@ -91,6 +91,28 @@ TEST_CASE("infer: mixed encodings and output selection", "[infer]") {
   CHECK(res.outputs[0].name == "OUTPUT1");
 }
 
+TEST_CASE("infer: header field names in any case, the first of a repeated one", "[infer]") {
+  std::string header =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"parameters":{"binary_data_size":64}},)"
+      R"({"name":"INPUT1","datatype":"INT32","shape":[1,16],"parameters":{"binary_data_size":64}}],)"
+      R"("parameters":{"binary_data_output":true}})";
+  std::string body = header + le_bytes(iota16()) + le_bytes(std::vector<std::int32_t>(16, 1));
+  const std::string hl = std::to_string(header.size());
+  for (const char* name : {"inference-header-content-length", "INFERENCE-HEADER-CONTENT-LENGTH"}) {
+    auto r = post(simple_infer, body, {{name, hl}, {"Inference-Header-Content-Length", "3"}});
+    REQUIRE(r.status == 200);
+    auto res = decode(r);
+    REQUIRE(res.outputs.size() == 2);
+    CHECK(ints(res.outputs[0]) == expected_sum());
+  }
+  // The first Content-Encoding counts: identity, then one we do not know.
+  auto r = post(simple_infer, body,
+                {{"Inference-Header-Content-Length", hl}, {"content-encoding", "identity"}, {"Content-Encoding", "br"}});
+  CHECK(r.status == 200);
+  r = post(simple_infer, body, {{"Inference-Header-Content-Length", hl}, {"Content-Encoding", "br"}});
+  CHECK(r.status == 501);
+}
+
 TEST_CASE("infer: raw binary request", "[infer]") {
   std::vector<float> v{1.5f, -2.f, 3.25f};
   auto r = post("/v2/models/identity_fp32/infer", le_bytes(v), {{"Inference-Header-Content-Length", "0"}});
