@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -185,7 +186,15 @@ class fast_request_handler {
             req_.parameters.size() >= limits_.max_parameters)
           return false;
         param_ = parameter_kind_of(name);
-        param_name_.assign(name.data(), name.size());
+        // A name that lies in the header's text stays valid until its value comes; one the parser
+        // put together elsewhere (escapes) is copied.
+        const std::less_equal<const char*> le;  // a total order, also for unrelated pointers
+        if (le(body_.data(), name.data()) && le(name.data() + name.size(), body_.data() + body_.size())) {
+          param_name_ = name;
+        } else {
+          param_name_copy_.assign(name.data(), name.size());
+          param_name_ = param_name_copy_;
+        }
         awaiting_ = slot::parameter_value;
         return true;
       }
@@ -349,7 +358,8 @@ class fast_request_handler {
   std::size_t skip_ = 0, tensors_ = 0;
   std::uint64_t binary_size_ = 0;
   parameter_kind param_ = parameter_kind::custom;
-  std::string param_name_;
+  std::string_view param_name_;
+  std::string param_name_copy_;
   bool have_inputs_ = false;
 };
 
