@@ -94,41 +94,9 @@ class fast_request_handler {
 
   bool on_object_end(std::size_t, ec_t&) {
     if (skip_ > 0) return skip_value_end();
-    switch (frame_) {
-      case frame::root:
-        frame_ = frame::none;
-        return true;
-      case frame::request_parameters:
-        frame_ = frame::root;
-        return true;
-      case frame::input: {
-        // name, datatype, shape and binary_data_size (each once, as on_key saw to).
-        constexpr unsigned required = (1u << static_cast<unsigned>(slot::name)) |
-                                      (1u << static_cast<unsigned>(slot::datatype)) |
-                                      (1u << static_cast<unsigned>(slot::shape)) |
-                                      (1u << static_cast<unsigned>(slot::binary_data_size));
-        if ((seen_ & required) != required) return false;
-        infer_input& in = req_.inputs.back();
-        if (binary_size_ > body_.size() - next_binary_) return false;
-        in.encoding = tensor_encoding::binary;
-        in.data = tensor_data::view(body_.substr(next_binary_, binary_size_));
-        next_binary_ += binary_size_;
-        frame_ = frame::inputs;
-        return true;
-      }
-      case frame::output:
-        if (!(seen_ & bit(slot::name))) return false;
-        frame_ = frame::outputs;
-        return true;
-      case frame::input_parameters:
-        frame_ = frame::input;
-        return true;
-      case frame::output_parameters:
-        frame_ = frame::output;
-        return true;
-      default:
-        return false;
-    }
+    if (frame_ == frame::input && !finish_input()) return false;
+    if (frame_ == frame::output && !(seen_ & bit(slot::name))) return false;
+    return leave();
   }
 
   bool on_array_begin(ec_t&) {
@@ -155,17 +123,7 @@ class fast_request_handler {
 
   bool on_array_end(std::size_t, ec_t&) {
     if (skip_ > 0) return skip_value_end();
-    switch (frame_) {
-      case frame::inputs:
-      case frame::outputs:
-        frame_ = frame::root;
-        return true;
-      case frame::shape:
-        frame_ = frame::input;
-        return true;
-      default:
-        return false;
-    }
+    return leave();
   }
 
   bool on_key_part(sv, std::size_t, ec_t&) { return skip_ > 0; }
@@ -317,6 +275,36 @@ class fast_request_handler {
 
   bool enter(frame f) {
     frame_ = f;
+    return true;
+  }
+  // Back to the enclosing value (the parser matches brackets, so the kinds always fit).
+  bool leave() {
+    switch (frame_) {
+      case frame::none: return false;
+      case frame::root: frame_ = frame::none; break;
+      case frame::request_parameters:
+      case frame::inputs:
+      case frame::outputs: frame_ = frame::root; break;
+      case frame::input: frame_ = frame::inputs; break;
+      case frame::shape:
+      case frame::input_parameters: frame_ = frame::input; break;
+      case frame::output: frame_ = frame::outputs; break;
+      case frame::output_parameters: frame_ = frame::output; break;
+    }
+    return true;
+  }
+  // An input is complete: name, datatype, shape and binary_data_size (each once, as on_key saw
+  // to); its data is the next binary_data_size bytes after the header.
+  bool finish_input() {
+    constexpr unsigned required = (1u << static_cast<unsigned>(slot::name)) |
+                                  (1u << static_cast<unsigned>(slot::datatype)) |
+                                  (1u << static_cast<unsigned>(slot::shape)) |
+                                  (1u << static_cast<unsigned>(slot::binary_data_size));
+    if ((seen_ & required) != required || binary_size_ > body_.size() - next_binary_) return false;
+    infer_input& in = req_.inputs.back();
+    in.encoding = tensor_encoding::binary;
+    in.data = tensor_data::view(body_.substr(next_binary_, binary_size_));
+    next_binary_ += binary_size_;
     return true;
   }
   // A value the decoder does not look at: objects and arrays are skipped whole.
