@@ -9,6 +9,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -699,6 +700,10 @@ class exchange_op {
             // A view of the list: the write keeps a copy of its buffer sequence.
             net::async_write(*conn_->stream, std::span<const net::const_buffer>(rest_), std::move(self));
           }
+        } else if (!ec && conn_->buffer.size() == 0) {
+          // Sent this very moment: a read now would find nothing (a wasted system call). The
+          // read starts behind the handlers that are ready, which gives the reply time to come.
+          BOOST_ASIO_CORO_YIELD net::defer(st.executor(), std::move(self));
         }
         if (!ec) {
           conn_->parser.emplace(st.options.max_response_size);
