@@ -67,7 +67,7 @@ TEST_CASE("thousands of pipelined requests in one write are answered in order", 
   for (int i = 0; i < n; ++i) {
     auto r = c.read();
     if (!r) break;
-    const int want = i % 3 == 1 ? 200 : i % 3 ? 404 : 200;
+    const unsigned want = i % 3 == 1 ? 200 : i % 3 ? 404 : 200;
     in_order += r->status == want && (i % 3 != 1 || r->body.starts_with(R"({"model_name":"simple")"));
   }
   writer.join();

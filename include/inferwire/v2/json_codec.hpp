@@ -58,6 +58,9 @@ INFERWIRE_DECL bool as_double(const boost::json::value& v, double& out, status& 
 /// The member `name`, or nullptr with `attempt to access non-existing object member '<name>'`.
 INFERWIRE_DECL const boost::json::value* member(const boost::json::object& o, std::string_view name,
                                  status& st);
+/// `v` (a member found by other means), or, when it is null, nullptr with the error of member().
+INFERWIRE_DECL const boost::json::value* required(const boost::json::value* v, std::string_view name,
+                                   status& st);
 /// True when `v` is one of the NaN/Infinity literals accepted by parse_json.
 INFERWIRE_DECL bool is_nonfinite_literal(const boost::json::value& v) noexcept;
 }  // namespace json_access

@@ -5,6 +5,7 @@
 
 #include <boost/json/monotonic_resource.hpp>
 
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -95,19 +96,35 @@ INFERWIRE_DECL bool append_parameter_members(std::string& h, const parameter_map
   return comma;
 }
 
-INFERWIRE_DECL void append_key(std::string& h, std::string_view key) {
-  h += '"';
-  h += key;  // our own keys need no escaping
-  h += "\":";
+// The members of `o` with the given names, in one pass over its members (a parsed document
+// holds each key once); a member that is absent stays null.
+template <std::size_t N>
+std::array<const boost::json::value*, N> find_members(const boost::json::object& o,
+                                                      const std::array<std::string_view, N>& names) {
+  std::array<const boost::json::value*, N> found{};
+  for (const auto& kv : o) {
+    const std::string_view key = kv.key();
+    for (std::size_t i = 0; i < N; ++i)
+      if (key == names[i]) {
+        found[i] = &kv.value();
+        break;
+      }
+  }
+  return found;
+}
+
+// Appends a literal of our own (keys with their punctuation) with its length known at compile
+// time: the encoders below write `,"shape":` as one piece instead of four.
+template <std::size_t N>
+inline void append_literal(std::string& h, const char (&text)[N]) {
+  h.append(text, N - 1);
 }
 
 // Appends `,"parameters":{...}` with the members of `m`, followed by `extra` (pre-formatted
 // members such as `"binary_data_size":64`, or empty).
 INFERWIRE_DECL void append_parameters_object(std::string& h, const parameter_map& m,
                                      std::string_view extra = {}) {
-  h += ',';
-  append_key(h, "parameters");
-  h += '{';
+  append_literal(h, ",\"parameters\":{");
   bool comma = append_parameter_members(h, m, false);
   if (!extra.empty()) {
     if (comma) h += ',';
@@ -583,32 +600,27 @@ INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_bod
   out.segments.clear();
   h.reserve(128 + 96 * r.outputs.size());
   out.segments.reserve(r.outputs.size());
-  h += '{';
+  using detail::append_literal;
   if (!r.id.empty()) {
-    detail::append_key(h, "id");
+    append_literal(h, "{\"id\":");
     append_json_string(h, r.id);
-    h += ',';
+    append_literal(h, ",\"model_name\":");
+  } else {
+    append_literal(h, "{\"model_name\":");
   }
-  detail::append_key(h, "model_name");
   append_json_string(h, r.model_name);
-  h += ',';
-  detail::append_key(h, "model_version");
+  append_literal(h, ",\"model_version\":");
   append_json_string(h, r.model_version);
   if (!r.parameters.empty()) detail::append_parameters_object(h, r.parameters);
-  h += ',';
-  detail::append_key(h, "outputs");
-  h += '[';
+  append_literal(h, ",\"outputs\":[");
   for (std::size_t i = 0; i < r.outputs.size(); ++i) {
     const infer_output& o = r.outputs[i];
     if (i) h += ',';
-    h += '{';
-    detail::append_key(h, "name");
+    append_literal(h, "{\"name\":");
     append_json_string(h, o.name);
-    h += ',';
-    detail::append_key(h, "datatype");
+    append_literal(h, ",\"datatype\":");
     append_json_string(h, wire_name(o.datatype));
-    h += ',';
-    detail::append_key(h, "shape");
+    append_literal(h, ",\"shape\":");
     detail::append_shape(h, o.shape);
     if (o.encoding == tensor_encoding::binary) {
       constexpr std::string_view key = "\"binary_data_size\":";
@@ -624,15 +636,14 @@ INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_bod
         if (!count)
           return {errc::internal, "Failed to write 'data' field: output tensor shape does not "
                                   "match size of output for '" + o.name + "'"};
-        h += ',';
-        detail::append_key(h, "data");
+        append_literal(h, ",\"data\":");
         status st = append_json_tensor_data(h, o.datatype, o.data.bytes(), count.value, o.name);
         if (st) return st;
       }
     }
     h += '}';
   }
-  h += "]}";
+  append_literal(h, "]}");
   return {};
 }
 
@@ -664,39 +675,47 @@ INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
 
   infer_response r;
   std::string_view s;
-  if (const auto* v = root->if_contains("id")) {
-    if (!as_string(*v, s, st)) return fail(detail::unable_to_parse(st, "id"));
+  static constexpr std::array<std::string_view, 5> top_names{"id", "model_name", "model_version",
+                                                             "parameters", "outputs"};
+  const auto [id, model_name, model_version, parameters, outputs_value] =
+      detail::find_members(*root, top_names);
+  if (id) {
+    if (!as_string(*id, s, st)) return fail(detail::unable_to_parse(st, "id"));
     r.id = s;
   }
-  const json::value* v = member(*root, "model_name", st);
-  if (!v || !as_string(*v, s, st)) return fail(detail::unable_to_parse(st, "model_name"));
+  if (!required(model_name, "model_name", st) || !as_string(*model_name, s, st))
+    return fail(detail::unable_to_parse(st, "model_name"));
   r.model_name = s;
-  if (const auto* mv = root->if_contains("model_version")) {
-    if (!as_string(*mv, s, st)) return fail(detail::unable_to_parse(st, "model_version"));
+  if (model_version) {
+    if (!as_string(*model_version, s, st)) return fail(detail::unable_to_parse(st, "model_version"));
     r.model_version = s;
   }
-  if (const auto* p = root->if_contains("parameters")) {
-    const json::object* po = as_object(*p, st);
+  if (parameters) {
+    const json::object* po = as_object(*parameters, st);
     if (!po) return fail(detail::unable_to_parse(st, "parameters"));
     detail::copy_other_parameters(po, r.parameters);
   }
   std::size_t next_binary = hl;
-  if (const auto* ov = root->if_contains("outputs")) {
-    const json::array* outputs = as_array(*ov, st);
+  if (outputs_value) {
+    const json::array* outputs = as_array(*outputs_value, st);
     if (!outputs) return fail(detail::unable_to_parse(st, "outputs"));
     r.outputs.reserve(outputs->size());
+    static constexpr std::array<std::string_view, 5> output_names{"name", "datatype", "shape",
+                                                                  "parameters", "data"};
     for (const auto& o : *outputs) {
       const json::object* out = as_object(o, st);
       if (!out) return fail(detail::unable_to_parse(st, "outputs"));
       infer_output io;
-      const json::value* f = member(*out, "name", st);
-      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "name"));
+      const auto [name, datatype, shape_value, params_value, data] =
+          detail::find_members(*out, output_names);
+      if (!required(name, "name", st) || !as_string(*name, s, st))
+        return fail(detail::unable_to_parse(st, "name"));
       io.name = s;
-      f = member(*out, "datatype", st);
-      if (!f || !as_string(*f, s, st)) return fail(detail::unable_to_parse(st, "datatype"));
+      if (!required(datatype, "datatype", st) || !as_string(*datatype, s, st))
+        return fail(detail::unable_to_parse(st, "datatype"));
       io.datatype = parse_data_type(s);
-      f = member(*out, "shape", st);
-      const json::array* shape = f ? as_array(*f, st) : nullptr;
+      const json::array* shape =
+          required(shape_value, "shape", st) ? as_array(*shape_value, st) : nullptr;
       if (!shape) return fail(detail::unable_to_parse(st, "shape"));
       io.shape.reserve(shape->size());
       for (const auto& d : *shape) {
@@ -705,14 +724,15 @@ INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
         io.shape.push_back(i);
       }
       const json::object* params = nullptr;
-      if (const auto* p = out->if_contains("parameters")) {
-        params = as_object(*p, st);
+      if (params_value) {
+        params = as_object(*params_value, st);
         if (!params) return fail(detail::unable_to_parse(st, "parameters"));
       }
       detail::copy_other_parameters(params, io.parameters);
-      if (params && params->contains("binary_data_size")) {
+      const json::value* binary_size = params ? params->if_contains("binary_data_size") : nullptr;
+      if (binary_size) {
         std::uint64_t size = {};
-        if (!as_uint64(params->at("binary_data_size"), size, st))
+        if (!as_uint64(*binary_size, size, st))
           return fail(detail::unable_to_parse(st, "binary_data_size"));
         if (size > body.size() - next_binary)
           return fail({errc::internal, "output '" + io.name + "' declares " +
@@ -722,7 +742,7 @@ INFERWIRE_DECL infer_response decode_infer_response(std::string_view body,
         io.encoding = tensor_encoding::binary;
         io.data = tensor_data::view(body.substr(next_binary, size));
         next_binary += size;
-      } else if (const auto* data = out->if_contains("data")) {
+      } else if (data) {
         shape_result count = element_count(io.shape);
         if (!count)
           return fail({errc::internal, "invalid shape " + to_string(io.shape) +
@@ -767,41 +787,35 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
   }
   h.reserve(96 + 128 * q.inputs.size() + 64 * q.outputs.size());
   out.segments.reserve(q.inputs.size());
+  using detail::append_literal;
   h += '{';
   if (!q.id.empty()) {
-    detail::append_key(h, "id");
+    append_literal(h, "\"id\":");
     append_json_string(h, q.id);
     h += ',';
   }
   if (!parameters.empty()) {
-    detail::append_key(h, "parameters");
-    h += '{';
+    append_literal(h, "\"parameters\":{");
     detail::append_parameter_members(h, parameters, false);
-    h += "},";
+    append_literal(h, "},");
   }
-  detail::append_key(h, "inputs");
-  h += '[';
+  append_literal(h, "\"inputs\":[");
   for (std::size_t i = 0; i < q.inputs.size(); ++i) {
     const infer_input& in = q.inputs[i];
     if (i) h += ',';
-    h += '{';
-    detail::append_key(h, "name");
+    append_literal(h, "{\"name\":");
     append_json_string(h, in.name);
-    h += ',';
-    detail::append_key(h, "shape");
+    append_literal(h, ",\"shape\":");
     detail::append_shape(h, in.shape);
-    h += ',';
-    detail::append_key(h, "datatype");
+    append_literal(h, ",\"datatype\":");
     append_json_string(h, wire_name(in.datatype));
     const bool extra = in.encoding != tensor_encoding::json || !in.parameters.empty();
     if (extra) {
-      h += ',';
-      detail::append_key(h, "parameters");
-      h += '{';
+      append_literal(h, ",\"parameters\":{");
       bool comma = detail::append_parameter_members(h, in.parameters, false);
       if (in.encoding == tensor_encoding::binary) {
         if (comma) h += ',';
-        detail::append_key(h, "binary_data_size");
+        append_literal(h, "\"binary_data_size\":");
         detail::append_integer(h, in.data.size());
         if (!in.data.empty()) out.segments.push_back(in.data.bytes());
       } else if (in.encoding == tensor_encoding::shared_memory) {
@@ -809,14 +823,12 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
           return {errc::invalid_arg,
                   "input '" + in.name + "' uses shared memory but names no region"};
         if (comma) h += ',';
-        detail::append_key(h, "shared_memory_region");
+        append_literal(h, "\"shared_memory_region\":");
         append_json_string(h, in.shm->region);
-        h += ',';
-        detail::append_key(h, "shared_memory_byte_size");
+        append_literal(h, ",\"shared_memory_byte_size\":");
         detail::append_integer(h, in.shm->byte_size);
         if (in.shm->offset != 0) {
-          h += ',';
-          detail::append_key(h, "shared_memory_offset");
+          append_literal(h, ",\"shared_memory_offset\":");
           detail::append_integer(h, in.shm->offset);
         }
       }
@@ -831,8 +843,7 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
       if (!count)
         return {errc::invalid_arg,
                 "invalid shape " + to_string(in.shape) + " for input '" + in.name + "'"};
-      h += ',';
-      detail::append_key(h, "data");
+      append_literal(h, ",\"data\":");
       status st = append_json_tensor_data(h, in.datatype, in.data.bytes(), count.value, in.name);
       if (st)
         return {errc::invalid_arg, "the data of input '" + in.name +
@@ -842,14 +853,11 @@ INFERWIRE_DECL status encode_infer_request(const infer_request& q, const paramet
   }
   h += ']';
   if (!q.outputs.empty()) {
-    h += ',';
-    detail::append_key(h, "outputs");
-    h += '[';
+    append_literal(h, ",\"outputs\":[");
     for (std::size_t i = 0; i < q.outputs.size(); ++i) {
       const requested_output& o = q.outputs[i];
       if (i) h += ',';
-      h += '{';
-      detail::append_key(h, "name");
+      append_literal(h, "{\"name\":");
       append_json_string(h, o.name);
       parameter_map p = o.parameters;
       if (o.binary_data) p.set("binary_data", *o.binary_data);

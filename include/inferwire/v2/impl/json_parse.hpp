@@ -254,12 +254,16 @@ INFERWIRE_DECL bool as_double(const boost::json::value& v, double& out, status& 
   st = detail::type_error("non-number as double");
   return false;
 }
-INFERWIRE_DECL const boost::json::value* member(const boost::json::object& o, std::string_view name,
-                                        status& st) {
-  if (auto* v = o.if_contains(name)) return v;
+INFERWIRE_DECL const boost::json::value* required(const boost::json::value* v, std::string_view name,
+                                          status& st) {
+  if (v) return v;
   st = {errc::internal,
         "attempt to access non-existing object member '" + std::string(name) + "'"};
   return nullptr;
+}
+INFERWIRE_DECL const boost::json::value* member(const boost::json::object& o, std::string_view name,
+                                        status& st) {
+  return required(o.if_contains(name), name, st);
 }
 
 }  // namespace json_access
