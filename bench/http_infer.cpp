@@ -11,7 +11,9 @@
 //   (b) a 64 MiB FP32 `identity_fp32` round trip (raw binary request, binary response), against
 //       a plain loopback TCP echo of the same bytes both ways. Target: >= 0.5x its bandwidth.
 //
-//   bench_http_infer [--requests N] [--server PATH] [--nginx PATH] [--concurrency 1|16]
+//   Each figure is the median of `--rounds` rounds (3), each ratio the median of the rounds'.
+//
+//   bench_http_infer [--requests N] [--rounds R] [--server PATH] [--nginx PATH] [--concurrency 1|16]
 #include "bench_process.hpp"
 #include "http_load.hpp"
 
@@ -125,11 +127,13 @@ int main(int argc, char** argv) {
   std::string nginx = "/usr/sbin/nginx";
   std::vector<std::string> server_args;
   int only_conc = 0;
+  int rounds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--requests") requests = std::stoul(argv[i + 1]);
     else if (a == "--server") server = argv[i + 1];
     else if (a == "--nginx") nginx = argv[i + 1];
+    else if (a == "--rounds") rounds = std::max(1, std::stoi(argv[i + 1]));
     else if (a == "--concurrency") only_conc = std::stoi(argv[i + 1]);  // one level only (for profiling)
     else if (a == "--server-arg") server_args.emplace_back(argv[i + 1]);  // passed to inferwire-server
   }
@@ -191,30 +195,60 @@ int main(int argc, char** argv) {
                                       "Inference-Header-Content-Length: " +
                                           std::to_string(body.header_length()) + "\r\n");
 
-  std::printf("bench_http_infer: %zu requests per run, loopback, %u cores\n", requests,
-              std::thread::hardware_concurrency());
+  std::printf("bench_http_infer: %zu requests per measurement, %d rounds, loopback, %u cores\n",
+              requests, rounds, std::thread::hardware_concurrency());
+  // Each concurrency runs `rounds` rounds of the three measurements back to back; a figure is
+  // the median over the rounds and a ratio the median of each round's ratio, so that a slow
+  // minute of this shared VM falls on both sides of a ratio.
   for (int conc : {1, 16}) {
     if (only_conc && conc != only_conc) continue;
-    load_generator(sport, infer_req, conc, requests / 10).run();  // warm-up
-    const double cpu0 = cpu_seconds(spid, false);
-    auto ours = load_generator(sport, infer_req, conc, requests).run();
-    const double ours_cpu_us = (cpu_seconds(spid, false) - cpu0) * 1e6 / static_cast<double>(requests);
-    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
-                conc, ours.rate, ours.p50_us, ours.p99_us, ours.errors, ours_cpu_us);
-    if (have_nginx) {
+    std::vector<double> rate, p50, p99, cpu, base_rate, base_p50, base_p99, post_rate, post_p50,
+        post_p99, nginx_cpu, rate_ratio, p99_ratio, cpu_ratio;
+    std::size_t errors = 0, base_errors = 0, post_errors = 0;
+    for (int round = 0; round < rounds; ++round) {
+      load_generator(sport, infer_req, conc, requests / 10).run();  // warm-up
+      const double cpu0 = cpu_seconds(spid, false);
+      auto ours = load_generator(sport, infer_req, conc, requests).run();
+      cpu.push_back((cpu_seconds(spid, false) - cpu0) * 1e6 / static_cast<double>(requests));
+      rate.push_back(ours.rate);
+      p50.push_back(ours.p50_us);
+      p99.push_back(ours.p99_us);
+      errors += ours.errors;
+      if (!have_nginx) continue;
       load_generator(nport, static_req, conc, requests / 10).run();
       auto base = load_generator(nport, static_req, conc, requests).run();
-      std::printf("  c=%-2d nginx static 64B : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
-                  conc, base.rate, base.p50_us, base.p99_us, base.errors);
+      base_rate.push_back(base.rate);
+      base_p50.push_back(base.p50_us);
+      base_p99.push_back(base.p99_us);
+      base_errors += base.errors;
       load_generator(nport, post_req, conc, requests / 10).run();
       const double ncpu0 = cpu_seconds(npid, true);
       auto post = load_generator(nport, post_req, conc, requests).run();
-      const double nginx_cpu_us = (cpu_seconds(npid, true) - ncpu0) * 1e6 / static_cast<double>(requests);
+      nginx_cpu.push_back((cpu_seconds(npid, true) - ncpu0) * 1e6 / static_cast<double>(requests));
+      post_rate.push_back(post.rate);
+      post_p50.push_back(post.p50_us);
+      post_p99.push_back(post.p99_us);
+      post_errors += post.errors;
+      rate_ratio.push_back(ours.rate / base.rate);
+      p99_ratio.push_back(ours.p99_us / base.p99_us);
+      cpu_ratio.push_back(cpu.back() / nginx_cpu.back());
+    }
+    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
+                conc, median(rate), median(p50), median(p99), errors, median(cpu));
+    if (have_nginx) {
+      std::printf("  c=%-2d nginx static 64B : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
+                  conc, median(base_rate), median(base_p50), median(base_p99), base_errors);
       std::printf("  c=%-2d nginx POST %zuB   : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
-                  conc, body.size(), post.rate, post.p50_us, post.p99_us, post.errors, nginx_cpu_us);
+                  conc, body.size(), median(post_rate), median(post_p50), median(post_p99), post_errors,
+                  median(nginx_cpu));
       std::printf("  c=%-2d ratio            : rate %.2fx nginx static%s, p99 %.2fx%s, CPU/req %.2fx nginx POST (target <= 1.5)\n",
-                  conc, ours.rate / base.rate, conc == 16 ? " (target >= 1.0)" : "", ours.p99_us / base.p99_us,
-                  conc == 1 ? " (target <= 2)" : "", ours_cpu_us / nginx_cpu_us);
+                  conc, median(rate_ratio), conc == 16 ? " (target >= 1.0)" : "", median(p99_ratio),
+                  conc == 1 ? " (target <= 2)" : "", median(cpu_ratio));
+      std::printf("  c=%-2d rounds           : rate", conc);
+      for (double r : rate_ratio) std::printf(" %.2fx", r);
+      std::printf(", CPU/req");
+      for (double r : cpu_ratio) std::printf(" %.2fx", r);
+      std::printf("\n");
     }
   }
 
