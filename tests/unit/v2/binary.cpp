@@ -485,3 +485,86 @@ TEST_CASE("binary: request prefix and JSON size limit", "[v2][binary]") {
         "request JSON size of 101 bytes exceeds the maximum allowed input size of 100 bytes. "
         "Use --http-max-input-size to increase the limit.");
 }
+
+TEST_CASE("binary: every member the request encoder writes, byte for byte", "[v2][binary]") {
+  infer_request q;
+  q.id = "r\"1";
+  q.parameters.set("priority", std::int64_t{2});
+  std::vector<std::int32_t> v{1, 2};
+  infer_input bin_in;
+  bin_in.name = "A";
+  bin_in.datatype = data_type::int32;
+  bin_in.shape = {2};
+  bin_in.data = tensor_data::view(std::as_bytes(std::span(v)));
+  q.inputs.push_back(bin_in);
+  infer_input json_in;
+  json_in.name = "B";
+  json_in.datatype = data_type::int32;
+  json_in.shape = {2};
+  json_in.encoding = tensor_encoding::json;
+  json_in.data = tensor_data::view(std::as_bytes(std::span(v)));
+  q.inputs.push_back(json_in);
+  infer_input shm_in;
+  shm_in.name = "C";
+  shm_in.datatype = data_type::fp32;
+  shm_in.shape = {1, 4};
+  shm_in.encoding = tensor_encoding::shared_memory;
+  shm_in.shm = shm_ref{"region", 64, 16};
+  q.inputs.push_back(shm_in);
+  requested_output o1;
+  o1.name = "X";
+  o1.binary_data = true;
+  requested_output o2;
+  o2.name = "Y";
+  o2.shm = shm_ref{"out", 0, 32};
+  q.outputs = {o1, o2};
+  encoded_body b;
+  REQUIRE_FALSE(encode_infer_request(q, b));
+  CHECK(b.header ==
+        R"({"id":"r\"1","parameters":{"priority":2},"inputs":[)"
+        R"({"name":"A","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8}},)"
+        R"({"name":"B","shape":[2],"datatype":"INT32","data":[1,2]},)"
+        R"({"name":"C","shape":[1,4],"datatype":"FP32","parameters":{"shared_memory_region":"region",)"
+        R"("shared_memory_byte_size":16,"shared_memory_offset":64}}],)"
+        R"("outputs":[{"name":"X","parameters":{"binary_data":true}},)"
+        R"({"name":"Y","parameters":{"shared_memory_region":"out","shared_memory_byte_size":32}}]})");
+  CHECK(b.segments.size() == 1);
+  // And back: the server's decoder reads what the client's encoder wrote.
+  std::string wire = b.flatten();
+  infer_request back = decode_infer_request(wire, b.header_length(), "m");
+  CHECK(back.id == q.id);
+  CHECK(back.inputs.size() == 3);
+  CHECK(back.inputs[2].shm == shm_in.shm);
+  CHECK(back.outputs.size() == 2);
+}
+
+TEST_CASE("binary: a reply without a required member is refused with its name", "[v2][binary]") {
+  auto error_of = [](std::string_view header) {
+    status st;
+    decode_infer_response(header, std::nullopt, st);
+    return st.message();
+  };
+  CHECK(error_of(R"({"model_version":"1"})") ==
+        "Unable to parse 'model_name': attempt to access non-existing object member 'model_name'");
+  CHECK(error_of(R"({"model_name":"m","outputs":[{"datatype":"INT32","shape":[1]}]})") ==
+        "Unable to parse 'name': attempt to access non-existing object member 'name'");
+  CHECK(error_of(R"({"model_name":"m","outputs":[{"name":"O","shape":[1]}]})") ==
+        "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'");
+  CHECK(error_of(R"({"model_name":"m","outputs":[{"name":"O","datatype":"INT32"}]})") ==
+        "Unable to parse 'shape': attempt to access non-existing object member 'shape'");
+  CHECK(error_of(R"({"model_name":"m","outputs":[{"name":"O","datatype":"INT32","shape":{}}]})") ==
+        "Unable to parse 'shape': attempt to access JSON non-array as array");
+  CHECK(error_of(R"({"model_name":"m","outputs":[{"name":"O","datatype":"INT32","shape":[1],)"
+                 R"("parameters":{"binary_data_size":"8"}}]})") ==
+        "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as "
+        "unsigned-integer");
+  // Members in any order, unknown ones ignored; a JSON output is decoded from `data`.
+  status st;
+  infer_response r = decode_infer_response(
+      R"({"outputs":[{"data":[7],"shape":[1],"extra":0,"datatype":"INT32","name":"O"}],"model_name":"m","x":{}})",
+      std::nullopt, st);
+  REQUIRE_FALSE(st);
+  CHECK(r.model_name == "m");
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].as<std::int32_t>().at(0) == 7);
+}
