@@ -119,6 +119,31 @@ double tcp_round_trip(const std::string& payload, std::string& echo_buf, std::st
   return secs;
 }
 
+// The rounds of one measurement: each warms the connections up, then measures; figures are
+// the medians over the rounds.
+struct series {
+  std::vector<load_result> runs;
+  std::size_t errors = 0;
+  const load_result& measure(int port, const std::string& request, int conc, std::size_t requests) {
+    load_generator(port, request, conc, requests / 10).run();  // warm-up
+    runs.push_back(load_generator(port, request, conc, requests).run());
+    errors += runs.back().errors;
+    return runs.back();
+  }
+  double median_of(double load_result::*field) const {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r.*field);
+    return median(std::move(v));
+  }
+  std::string summary() const {
+    char line[160];
+    std::snprintf(line, sizeof line, "%9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu",
+                  median_of(&load_result::rate), median_of(&load_result::p50_us),
+                  median_of(&load_result::p99_us), errors);
+    return line;
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,45 +227,27 @@ int main(int argc, char** argv) {
   // minute of this shared VM falls on both sides of a ratio.
   for (int conc : {1, 16}) {
     if (only_conc && conc != only_conc) continue;
-    std::vector<double> rate, p50, p99, cpu, base_rate, base_p50, base_p99, post_rate, post_p50,
-        post_p99, nginx_cpu, rate_ratio, p99_ratio, cpu_ratio;
-    std::size_t errors = 0, base_errors = 0, post_errors = 0;
+    series ours, base, post;
+    std::vector<double> cpu, nginx_cpu, rate_ratio, p99_ratio, cpu_ratio;
     for (int round = 0; round < rounds; ++round) {
-      load_generator(sport, infer_req, conc, requests / 10).run();  // warm-up
       const double cpu0 = cpu_seconds(spid, false);
-      auto ours = load_generator(sport, infer_req, conc, requests).run();
+      const load_result& o = ours.measure(sport, infer_req, conc, requests);
       cpu.push_back((cpu_seconds(spid, false) - cpu0) * 1e6 / static_cast<double>(requests));
-      rate.push_back(ours.rate);
-      p50.push_back(ours.p50_us);
-      p99.push_back(ours.p99_us);
-      errors += ours.errors;
       if (!have_nginx) continue;
-      load_generator(nport, static_req, conc, requests / 10).run();
-      auto base = load_generator(nport, static_req, conc, requests).run();
-      base_rate.push_back(base.rate);
-      base_p50.push_back(base.p50_us);
-      base_p99.push_back(base.p99_us);
-      base_errors += base.errors;
-      load_generator(nport, post_req, conc, requests / 10).run();
+      const load_result& s = base.measure(nport, static_req, conc, requests);
       const double ncpu0 = cpu_seconds(npid, true);
-      auto post = load_generator(nport, post_req, conc, requests).run();
+      post.measure(nport, post_req, conc, requests);
       nginx_cpu.push_back((cpu_seconds(npid, true) - ncpu0) * 1e6 / static_cast<double>(requests));
-      post_rate.push_back(post.rate);
-      post_p50.push_back(post.p50_us);
-      post_p99.push_back(post.p99_us);
-      post_errors += post.errors;
-      rate_ratio.push_back(ours.rate / base.rate);
-      p99_ratio.push_back(ours.p99_us / base.p99_us);
+      rate_ratio.push_back(o.rate / s.rate);
+      p99_ratio.push_back(o.p99_us / s.p99_us);
       cpu_ratio.push_back(cpu.back() / nginx_cpu.back());
     }
-    std::printf("  c=%-2d inferwire simple : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
-                conc, median(rate), median(p50), median(p99), errors, median(cpu));
+    std::printf("  c=%-2d inferwire simple : %s  server CPU %5.1f us/req\n", conc,
+                ours.summary().c_str(), median(cpu));
     if (have_nginx) {
-      std::printf("  c=%-2d nginx static 64B : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu\n",
-                  conc, median(base_rate), median(base_p50), median(base_p99), base_errors);
-      std::printf("  c=%-2d nginx POST %zuB   : %9.0f req/s  p50 %7.1f us  p99 %7.1f us  errors %zu  server CPU %5.1f us/req\n",
-                  conc, body.size(), median(post_rate), median(post_p50), median(post_p99), post_errors,
-                  median(nginx_cpu));
+      std::printf("  c=%-2d nginx static 64B : %s\n", conc, base.summary().c_str());
+      std::printf("  c=%-2d nginx POST %zuB   : %s  server CPU %5.1f us/req\n", conc, body.size(),
+                  post.summary().c_str(), median(nginx_cpu));
       std::printf("  c=%-2d ratio            : rate %.2fx nginx static%s, p99 %.2fx%s, CPU/req %.2fx nginx POST (target <= 1.5)\n",
                   conc, median(rate_ratio), conc == 16 ? " (target >= 1.0)" : "", median(p99_ratio),
                   conc == 1 ? " (target <= 2)" : "", median(cpu_ratio));
