@@ -28,6 +28,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <set>
 #include <numeric>
@@ -571,6 +572,44 @@ TEST_CASE("grpc: asynchronous calls of every client complete on one thread", "[g
     ig::client again(target);
     CHECK(again.async_server_live(net::use_future).get());
   }
+}
+
+TEST_CASE("grpc: calls started on an io_context while others are in flight", "[grpc]") {
+  // Each handler starts its lane's next call: with calls in flight, a call started on this
+  // thread is handed to the completion thread, and its end comes back here.
+  namespace net = boost::asio;
+  net::io_context ioc;
+  ig::client c(ioc.get_executor(), target_of(test_server()));
+  constexpr int lanes = 16, rounds = 20;
+  int done = 0, wrong = 0, elsewhere = 0;
+  std::function<void(int, int)> start = [&](int lane, int round) {
+    c.async_infer("simple", simple_request(iota16(lane), iota16(round)),
+                  [&, lane, round](ig::error_code ec, ig::infer_result r) {
+                    if (!ioc.get_executor().running_in_this_thread()) ++elsewhere;
+                    std::vector<std::int32_t> sum;
+                    for (int i = 0; i < 16; ++i) sum.push_back(lane + round + 2 * i);
+                    if (ec || ints(r.output("OUTPUT0")) != sum) ++wrong;
+                    ++done;
+                    if (round + 1 < rounds) start(lane, round + 1);
+                  });
+  };
+  for (int lane = 0; lane < lanes; ++lane) start(lane, 0);
+  // Cancelled at once, while it may still wait for the completion thread to start it.
+  std::vector<std::int32_t> data{1, 2, 3};
+  v2::infer_request slow;
+  slow.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int32_t>(data), {3}));
+  net::cancellation_signal cancel;
+  ig::error_code cancelled;
+  c.async_infer("identity_slow", slow,
+                net::bind_cancellation_slot(cancel.slot(), [&](ig::error_code ec, ig::infer_result) { cancelled = ec; }));
+  cancel.emit(net::cancellation_type::terminal);
+  const auto t0 = std::chrono::steady_clock::now();
+  ioc.run();
+  CHECK(done == lanes * rounds);
+  CHECK(wrong == 0);
+  CHECK(elsewhere == 0);
+  CHECK(ig::status_code(cancelled) == CANCELLED);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));  // never ran the model
 }
 
 TEST_CASE("grpc: a lone client dropped as its last completion arrives", "[grpc]") {

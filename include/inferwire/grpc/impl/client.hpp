@@ -16,12 +16,14 @@
 #include <boost/json/parse.hpp>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/channel.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,9 +40,20 @@ namespace detail {
 using stub_type = pb::GRPCInferenceService::Stub;
 using health_stub_type = ::grpc::health::v1::Health::Stub;
 
-/// What a completion-queue tag points to: one asynchronous call, told that it finished.
+/// What a completion-queue tag points to: one asynchronous call, told that it finished, or the
+/// completion thread's wake-up.
 struct completion {
   void (*done)(completion*);
+};
+
+/// One unary call: its context and messages, and how to run it either way.
+struct call_data {
+  ::grpc::ClientContext ctx;
+  ::grpc::Status status;  // of an asynchronous call
+  virtual ~call_data() = default;
+  virtual ::grpc::Status run_sync() = 0;
+  /// Starts the call on `queue`; its end comes out of the queue as `tag`.
+  virtual void start_async(::grpc::CompletionQueue* queue, void* tag) = 0;
 };
 
 /// The completion queue of the asynchronous unary calls of every client in the process and the
@@ -49,32 +62,99 @@ struct completion {
 /// client does; gRPC's callback API wakes two of its threads per call instead. One for all
 /// clients, not one each, because gRPC (epoll1) lets whichever thread waits on any queue poll
 /// for all of them: idle threads of other clients would take events and pass them on.
+///
+/// Calls started on other threads while calls are in flight are handed to this thread too:
+/// two threads working on one HTTP/2 connection at once make gRPC pass the transport's work
+/// to its executor thread (at 16 calls in flight, more than half the process's CPU time went
+/// to that). The hand-over is a list: the thread starts what it finds after each event, and
+/// an alarm wakes it only when the list was empty and no wake-up is already on its way, so
+/// the calls that a burst of handlers starts cost one wake-up. With no call in flight the
+/// caller starts its call itself: the thread is then waiting on the network, not working on
+/// it, and a wake-up would only add latency.
 class completion_thread {
+  static constexpr std::size_t max_batch = 64;
+
+  struct core {
+    ::grpc::CompletionQueue queue;
+    std::mutex mu;
+    std::vector<std::pair<call_data*, completion*>> starts;  // to start on the thread
+    bool waking = false;                                     // the alarm is set
+    std::atomic<long> in_flight{0};                          // started and not finished
+    ::grpc::Alarm alarm;                                     // after the queue: goes first
+    struct waker : completion {
+      core* owner;
+    } wake{{&on_wake}, this};
+    std::thread::id thread;
+
+    static void on_wake(completion* c);
+    /// Starts the calls handed over (on the thread).
+    void start_handed_over() {
+      std::vector<std::pair<call_data*, completion*>> mine;
+      {
+        std::lock_guard lock(mu);
+        if (starts.empty()) return;
+        mine.swap(starts);
+      }
+      for (auto [call, tag] : mine) call->start_async(&queue, tag);
+    }
+  };
+
  public:
-  completion_thread() : queue_(std::make_shared<::grpc::CompletionQueue>()) {
+  completion_thread() : core_(std::make_shared<core>()) {
     // The thread keeps the queue alive while it runs, so the last client may go away on it (a
     // handler that runs inline and drops it): the thread is then left to finish on its own.
-    thread_ = std::thread([q = queue_] {
+    thread_ = std::thread([c = core_] {
       ::pthread_setname_np(::pthread_self(), "inferwire-grpc");
       void* tag = nullptr;
       bool ok = false;
+      std::vector<completion*> ready;
       // Finish's event always comes with ok == true; the call's status says how it went.
-      while (q->Next(&tag, &ok)) {
-        auto* c = static_cast<completion*>(tag);
-        c->done(c);
+      while (c->queue.Next(&tag, &ok)) {
+        ready.push_back(static_cast<completion*>(tag));
+        // With other calls in flight, the events already there are taken too and completed in
+        // one go: handlers bound to another thread's executor are then queued together, and
+        // that thread wakes once for all of them instead of once each.
+        if (c->in_flight.load(std::memory_order_relaxed) > 1)
+          while (ready.size() < max_batch &&
+                 c->queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
+                     ::grpc::CompletionQueue::GOT_EVENT)
+            ready.push_back(static_cast<completion*>(tag));
+        for (auto* done : ready) done->done(done);
+        ready.clear();
+        c->start_handed_over();
       }
     });
+    core_->thread = thread_.get_id();
   }
   /// Runs when no client holds the thread any more, so no call is left on the queue.
   ~completion_thread() {
-    queue_->Shutdown();
+    core_->queue.Shutdown();
     if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
     else thread_.join();
   }
   completion_thread(const completion_thread&) = delete;
   completion_thread& operator=(const completion_thread&) = delete;
 
-  ::grpc::CompletionQueue* queue() noexcept { return queue_.get(); }
+  ::grpc::CompletionQueue* queue() noexcept { return &core_->queue; }
+
+  /// Starts `call`, whose end comes out of the queue as `tag`: here, or on the thread.
+  void start(call_data& call, completion* tag) {
+    auto& c = *core_;
+    const bool others = c.in_flight.fetch_add(1, std::memory_order_relaxed) > 0;
+    if (!others || std::this_thread::get_id() == c.thread) return call.start_async(&c.queue, tag);
+    bool wake = false;
+    {
+      std::lock_guard lock(c.mu);
+      wake = c.starts.empty() && !c.waking;
+      c.waking = c.waking || wake;
+      c.starts.emplace_back(&call, tag);
+    }
+    // Due at once; its event is the wake-up. Set outside the lock: the thread clears `waking`
+    // only when that event comes, so the alarm is never set twice at a time.
+    if (wake) c.alarm.Set(&c.queue, gpr_time_0(GPR_CLOCK_MONOTONIC), &c.wake);
+  }
+  /// A call started by start() has finished (on the thread).
+  void finished() noexcept { core_->in_flight.fetch_sub(1, std::memory_order_relaxed); }
 
   /// The process's thread, started if none runs.
   static std::shared_ptr<completion_thread> get() {
@@ -88,9 +168,15 @@ class completion_thread {
   }
 
  private:
-  std::shared_ptr<::grpc::CompletionQueue> queue_;
+  std::shared_ptr<core> core_;
   std::thread thread_;
 };
+
+inline void completion_thread::core::on_wake(completion* w) {
+  auto* c = static_cast<core::waker*>(w)->owner;
+  std::lock_guard lock(c->mu);
+  c->waking = false;  // the thread looks at the list right after this
+}
 
 struct client_state {
   /// The private io_context of a client made without an executor (goes last). It is made when
@@ -111,9 +197,9 @@ struct client_state {
   std::shared_ptr<completion_thread> completions;
   std::once_flag completions_once;
 
-  ::grpc::CompletionQueue* queue() {
+  completion_thread& completion() {
     std::call_once(completions_once, [this] { completions = completion_thread::get(); });
-    return completions->queue();
+    return *completions;
   }
 
   /// The executor of completions: the client's, or its private io_context's.
@@ -222,16 +308,6 @@ inline void prepare_context(::grpc::ClientContext& ctx, const client_options& c,
   const auto comp = o.request_compression.value_or(c.request_compression);
   if (comp != compression::none) ctx.set_compression_algorithm(algorithm(comp));
 }
-
-/// One unary call: its context and messages, and how to run it either way.
-struct call_data {
-  ::grpc::ClientContext ctx;
-  ::grpc::Status status;  // of an asynchronous call
-  virtual ~call_data() = default;
-  virtual ::grpc::Status run_sync() = 0;
-  /// Starts the call on `queue`; its end comes out of the queue as `tag`.
-  virtual void start_async(::grpc::CompletionQueue* queue, void* tag) = 0;
-};
 
 template <class Stub, class Req, class Resp>
 struct unary_call final : call_data {
@@ -422,6 +498,7 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
     // On the completion thread.
     static void finished(detail::completion* c) {
       std::unique_ptr<pending> p(static_cast<pending*>(c));
+      p->state->completions->finished();
       auto ex = net::get_associated_executor(p->handler, p->state->executor());
       net::dispatch(ex, [p = std::move(p)]() mutable {
         if (p->slot.is_connected()) p->slot.clear();  // on the executor that may emit it
@@ -437,7 +514,7 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
       });
     }
   };
-  auto* queue = state->queue();
+  auto& thread = state->completion();
   // Built in place: moving into an any_completion_handler by assignment recurses in Asio 1.81.
   std::unique_ptr<pending> p(new pending{{&pending::finished}, std::move(state), std::move(call), std::move(h), {}});
   p->slot = net::get_associated_cancellation_slot(p->handler);
@@ -446,7 +523,7 @@ INFERWIRE_DECL void client::exchange(std::shared_ptr<detail::client_state> state
     p->slot.assign([ctx](net::cancellation_type) { ctx->TryCancel(); });
   }
   auto* raw = p.release();  // until the queue hands it back
-  raw->call->start_async(queue, static_cast<detail::completion*>(raw));
+  thread.start(*raw->call, raw);
 }
 
 #define INFERWIRE_GRPC_UNARY(Resp, parse, stub, request, Method)                                    \
