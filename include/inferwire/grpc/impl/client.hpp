@@ -15,8 +15,8 @@
 #include <boost/asio/system_executor.hpp>
 #include <boost/json/parse.hpp>
 #include <google/protobuf/util/json_util.h>
-#include <grpcpp/channel.h>
 #include <grpcpp/alarm.h>
+#include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/create_channel.h>
@@ -31,6 +31,8 @@
 #include <optional>
 #include <thread>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <pthread.h>
 
@@ -80,7 +82,7 @@ class completion_thread {
     std::vector<std::pair<call_data*, completion*>> starts;  // to start on the thread
     bool waking = false;                                     // the alarm is set
     std::atomic<long> in_flight{0};                          // started and not finished
-    ::grpc::Alarm alarm;                                     // after the queue: goes first
+    ::grpc::Alarm alarm;  // declared after the queue, so destroyed before it
     struct waker : completion {
       core* owner;
     } wake{{&on_wake}, this};
