@@ -54,8 +54,10 @@ struct call_data {
   ::grpc::Status status;  // of an asynchronous call
   virtual ~call_data() = default;
   virtual ::grpc::Status run_sync() = 0;
-  /// Starts the call on `queue`; its end comes out of the queue as `tag`.
-  virtual void start_async(::grpc::CompletionQueue* queue, void* tag) = 0;
+  /// Makes the asynchronous call on `queue`, its request serialized (on the caller's thread).
+  virtual void prepare_async(::grpc::CompletionQueue* queue) = 0;
+  /// Starts the prepared call; its end comes out of the queue as `tag`.
+  virtual void start_async(void* tag) = 0;
 };
 
 /// The completion queue of the asynchronous unary calls of every client in the process and the
@@ -97,7 +99,7 @@ class completion_thread {
         if (starts.empty()) return;
         mine.swap(starts);
       }
-      for (auto [call, tag] : mine) call->start_async(&queue, tag);
+      for (auto [call, tag] : mine) call->start_async(tag);
     }
   };
 
@@ -139,11 +141,13 @@ class completion_thread {
 
   ::grpc::CompletionQueue* queue() noexcept { return &core_->queue; }
 
-  /// Starts `call`, whose end comes out of the queue as `tag`: here, or on the thread.
+  /// Starts `call`, whose end comes out of the queue as `tag`: here, or on the thread. Its
+  /// request is serialized here either way, so a large one does not hold up the thread.
   void start(call_data& call, completion* tag) {
     auto& c = *core_;
+    call.prepare_async(&c.queue);
     const bool others = c.in_flight.fetch_add(1, std::memory_order_relaxed) > 0;
-    if (!others || std::this_thread::get_id() == c.thread) return call.start_async(&c.queue, tag);
+    if (!others || std::this_thread::get_id() == c.thread) return call.start_async(tag);
     bool wake = false;
     {
       std::lock_guard lock(c.mu);
@@ -324,8 +328,8 @@ struct unary_call final : call_data {
   reader_type reader;
 
   ::grpc::Status run_sync() override { return sync(*stub, &ctx, request, &response); }
-  void start_async(::grpc::CompletionQueue* queue, void* tag) override {
-    reader = async(*stub, &ctx, request, queue);
+  void prepare_async(::grpc::CompletionQueue* queue) override { reader = async(*stub, &ctx, request, queue); }
+  void start_async(void* tag) override {
     reader->StartCall();
     reader->Finish(&response, &status, tag);
   }
