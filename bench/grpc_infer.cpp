@@ -6,6 +6,8 @@
 // throughput (one ModelStreamInfer stream, requests pipelined) is reported for both too.
 // Targets (issue 22): >= 0.9x the echo baseline's throughput at concurrency 1 and 16, streaming
 // >= 1.0x. Each server's CPU time per request (all threads, /proc/<pid>/stat) is printed too.
+// Then a 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo
+// of the real 4 MiB response.
 #include "bench_process.hpp"
 
 #include <inferwire/grpc/client.hpp>
@@ -24,6 +26,7 @@
 #include <fstream>
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -73,7 +76,8 @@ v2::infer_request simple_request(std::vector<std::int32_t>& a, std::vector<std::
   return r;
 }
 
-result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, double seconds) {
+result run_unary(ig::client& c, const std::string& model, const v2::infer_request& req, int concurrency,
+                 double seconds) {
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> lat(static_cast<std::size_t>(concurrency));
   std::atomic<long> errors{0};
@@ -84,7 +88,7 @@ result run_unary(ig::client& c, const v2::infer_request& req, int concurrency, d
       while (!stop.load(std::memory_order_relaxed)) {
         const auto s = clock_type::now();
         ig::error_code ec;
-        c.infer("simple", req, ec);
+        c.infer(model, req, ec);
         if (ec) ++errors;
         lat[static_cast<std::size_t>(t)].push_back(std::chrono::duration<double, std::micro>(clock_type::now() - s).count());
       }
@@ -150,6 +154,7 @@ int echo_main(const char* port, const char* file) {
   echo_service svc(canned);
   ::grpc::ServerBuilder sb;
   sb.AddListeningPort(std::string("127.0.0.1:") + port, ::grpc::InsecureServerCredentials());
+  sb.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());  // as inferwire-server
   sb.RegisterService(&svc);
   auto server = sb.BuildAndStart();
   if (!server) return 1;
@@ -182,16 +187,23 @@ int main(int argc, char** argv) {
     auto r = ours.infer("simple", req);
     ig::encode_infer_response(r.response(), canned);
   }
-  const int echo_port = bench::free_port();
-  {
-    std::ofstream f(dir + "/canned.bin", std::ios::binary);
-    f << canned.SerializeAsString();
-  }
-  const pid_t echo_pid = bench::spawn({argv[0], "--echo", std::to_string(echo_port), dir + "/canned.bin"},
-                                      dir + "/echo.log");
-  if (!bench::wait_for_port(echo_port)) {
+  // Starts an echo process answering every call with `response`; its pid, or -1.
+  auto start_echo = [&](const inference::ModelInferResponse& response, const std::string& name, int& port) {
+    port = bench::free_port();
+    {
+      std::ofstream f(dir + "/" + name + ".bin", std::ios::binary);
+      f << response.SerializeAsString();
+    }
+    const pid_t pid = bench::spawn({argv[0], "--echo", std::to_string(port), dir + "/" + name + ".bin"},
+                                   dir + "/" + name + ".log");
+    if (bench::wait_for_port(port)) return pid;
     std::fprintf(stderr, "the echo baseline did not start\n");
-    bench::stop(echo_pid);
+    bench::stop(pid);
+    return pid_t{-1};
+  };
+  int echo_port = 0;
+  const pid_t echo_pid = start_echo(canned, "canned", echo_port);
+  if (echo_pid < 0) {
     bench::stop(server_pid);
     return 1;
   }
@@ -210,10 +222,10 @@ int main(int argc, char** argv) {
   }
   for (int conc : {1, 16}) {
     double c0 = bench::cpu_seconds(echo_pid, false);
-    const result e = run_unary(echo, req, conc, 3.0);
+    const result e = run_unary(echo, "simple", req, conc, 3.0);
     const double echo_cpu_us = (bench::cpu_seconds(echo_pid, false) - c0) * 1e6 / static_cast<double>(e.count);
     c0 = bench::cpu_seconds(server_pid, false);
-    const result s = run_unary(ours, req, conc, 3.0);
+    const result s = run_unary(ours, "simple", req, conc, 3.0);
     const double ours_cpu_us = (bench::cpu_seconds(server_pid, false) - c0) * 1e6 / static_cast<double>(s.count);
     std::printf("concurrency %2d: inferwire-server %8.0f req/s (p50 %7.1f us, p99 %7.1f us, server CPU %5.1f us/req)   "
                 "echo baseline %8.0f req/s (p50 %7.1f us, p99 %7.1f us, server CPU %5.1f us/req)   ratio %.2f "
@@ -227,6 +239,33 @@ int main(int argc, char** argv) {
               "(target >= 1.0: %s)\n",
               ss, se, ss / se, ss / se >= 1.0 ? "met" : "NOT met");
   bench::stop(echo_pid);
+
+  // A 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo of
+  // the real 4 MiB response: what large messages cost beyond gRPC's own copies.
+  std::vector<float> big(std::size_t{1} << 20, 1.5f);
+  v2::infer_request big_req;
+  big_req.inputs.push_back(v2::make_input("INPUT0", std::span<const float>(big), {static_cast<std::int64_t>(big.size())}));
+  inference::ModelInferResponse big_canned;
+  ig::encode_infer_response(ours.infer("identity_fp32", big_req).response(), big_canned);
+  int big_echo_port = 0;
+  const pid_t big_echo_pid = start_echo(big_canned, "canned_big", big_echo_port);
+  if (big_echo_pid >= 0) {
+    ig::client big_echo("127.0.0.1:" + std::to_string(big_echo_port));
+    for (int i = 0; i < 10; ++i) {
+      ours.infer("identity_fp32", big_req);
+      big_echo.infer("identity_fp32", big_req);
+    }
+    double c0 = bench::cpu_seconds(big_echo_pid, false);
+    const result e = run_unary(big_echo, "identity_fp32", big_req, 1, 3.0);
+    const double echo_cpu_ms = (bench::cpu_seconds(big_echo_pid, false) - c0) * 1e3 / static_cast<double>(e.count);
+    c0 = bench::cpu_seconds(server_pid, false);
+    const result s = run_unary(ours, "identity_fp32", big_req, 1, 3.0);
+    const double ours_cpu_ms = (bench::cpu_seconds(server_pid, false) - c0) * 1e3 / static_cast<double>(s.count);
+    std::printf("4 MiB identity_fp32, one call at a time: inferwire-server %6.1f req/s (server CPU %5.2f ms/req)   "
+                "echo baseline %6.1f req/s (server CPU %5.2f ms/req)   ratio %.2f\n",
+                s.rps, ours_cpu_ms, e.rps, echo_cpu_ms, s.rps / e.rps);
+    bench::stop(big_echo_pid);
+  }
   bench::stop(server_pid);
   std::filesystem::remove_all(dir);
   return 0;
