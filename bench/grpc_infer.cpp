@@ -259,11 +259,13 @@ int main(int argc, char** argv) {
     const result e = run_unary(big_echo, "identity_fp32", big_req, 1, 3.0);
     const double echo_cpu_ms = (bench::cpu_seconds(big_echo_pid, false) - c0) * 1e3 / static_cast<double>(e.count);
     c0 = bench::cpu_seconds(server_pid, false);
+    const double client0 = bench::self_cpu_seconds();
     const result s = run_unary(ours, "identity_fp32", big_req, 1, 3.0);
     const double ours_cpu_ms = (bench::cpu_seconds(server_pid, false) - c0) * 1e3 / static_cast<double>(s.count);
-    std::printf("4 MiB identity_fp32, one call at a time: inferwire-server %6.1f req/s (server CPU %5.2f ms/req)   "
-                "echo baseline %6.1f req/s (server CPU %5.2f ms/req)   ratio %.2f\n",
-                s.rps, ours_cpu_ms, e.rps, echo_cpu_ms, s.rps / e.rps);
+    const double client_cpu_ms = (bench::self_cpu_seconds() - client0) * 1e3 / static_cast<double>(s.count);
+    std::printf("4 MiB identity_fp32, one call at a time: inferwire-server %6.1f req/s (server CPU %5.2f ms/req, "
+                "client CPU %5.2f ms/req)   echo baseline %6.1f req/s (server CPU %5.2f ms/req)   ratio %.2f\n",
+                s.rps, ours_cpu_ms, client_cpu_ms, e.rps, echo_cpu_ms, s.rps / e.rps);
     bench::stop(big_echo_pid);
   }
   bench::stop(server_pid);

@@ -6,19 +6,15 @@
 #include "src/grpc.hpp"
 #endif
 
+#include <inferwire/core/allocator.hpp>
+
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <thread>
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 using namespace inferwire::server;
 
@@ -38,30 +34,14 @@ void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
   timer->async_wait([&s, timer, deadline](const boost::system::error_code&) { drain(s, timer, deadline); });
 }
 
-// glibc serves a block of more than 128 KiB with its own mapping and unmaps it when freed (the
-// threshold adapts, but the heap above it is trimmed as soon as 2x that is free), so every
-// request with a tensor of a few MiB faulted each page of each of its buffers in again: a
-// 4 MiB gRPC round trip ran 5x slower than with blocks of up to 32 MiB kept in the heap and
-// up to 64 MiB free kept before trimming (measured in docs/benchmarks.md). Settings made with
-// GLIBC_TUNABLES or MALLOC_*_ variables are left alone.
-void keep_large_blocks() {
-#if defined(__GLIBC__)
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if ((tunables && std::strstr(tunables, "glibc.malloc.")) || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
-      std::getenv("MALLOC_TRIM_THRESHOLD_"))
-    return;
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
-#endif
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   options opts;
   if (int rc = parse_options(argc, argv, opts); rc >= 0) return rc;
   std::signal(SIGPIPE, SIG_IGN);
-  keep_large_blocks();
+  // Tensors of a few MiB reuse the heap instead of faulting fresh pages in (docs/server.md).
+  inferwire::keep_large_blocks();
 
   server_state s(std::move(opts));
   if (!s.opts.log_file.empty() && !s.log.set_file(s.opts.log_file)) {

@@ -11,12 +11,16 @@
 #include "options.hpp"
 #include "run.hpp"
 
+#include <inferwire/core/allocator.hpp>
+
 #include <iostream>
 
 int main(int argc, char** argv) {
   namespace perf = inferwire::perf;
   perf::options o;
   if (int rc = perf::parse_options(argc, argv, o); rc >= 0) return rc;
+  // Large inputs reuse the heap instead of faulting fresh pages in each request (docs/perf.md).
+  inferwire::keep_large_blocks();
   try {
     return perf::run(o);
   } catch (const std::exception& e) {
