@@ -10,6 +10,7 @@
 // of the real 4 MiB response.
 #include "bench_process.hpp"
 
+#include <inferwire/core/allocator.hpp>
 #include <inferwire/grpc/client.hpp>
 #include <inferwire/grpc/convert.hpp>
 
@@ -163,6 +164,10 @@ int echo_main(const char* port, const char* file) {
 }
 
 int main(int argc, char** argv) {
+  // The server does this too; the client and the echo alike, so that large messages compare
+  // the servers, not page faults (GLIBC_TUNABLES=glibc.malloc.check=0 runs all three with
+  // glibc's defaults).
+  inferwire::keep_large_blocks();
   if (argc == 4 && std::string(argv[1]) == "--echo") return echo_main(argv[2], argv[3]);
   const std::string dir = "/tmp/inferwire-bench-grpc-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
