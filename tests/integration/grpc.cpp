@@ -26,6 +26,7 @@
 #include <boost/asio/use_future.hpp>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -610,6 +611,35 @@ TEST_CASE("grpc: calls started on an io_context while others are in flight", "[g
   CHECK(elsewhere == 0);
   CHECK(ig::status_code(cancelled) == CANCELLED);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));  // never ran the model
+}
+
+TEST_CASE("grpc: calls handed over from several threads at once", "[grpc]") {
+  // Four threads, each with its own io_context and client, keep 8 calls in flight each: their
+  // starts race to the completion thread's list and its one alarm.
+  namespace net = boost::asio;
+  const auto target = target_of(test_server());
+  constexpr int threads = 4, lanes = 8, rounds = 10;
+  std::atomic<int> done{0}, wrong{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      net::io_context ioc;
+      ig::client c(ioc.get_executor(), target);
+      std::function<void(int, int)> start = [&](int lane, int round) {
+        c.async_infer("simple", simple_request(iota16(t * 100 + lane), iota16(round)),
+                      [&, lane, round](ig::error_code ec, ig::infer_result r) {
+                        std::vector<std::int32_t> diff(16, t * 100 + lane - round);
+                        if (ec || ints(r.output("OUTPUT1")) != diff) ++wrong;
+                        ++done;
+                        if (round + 1 < rounds) start(lane, round + 1);
+                      });
+      };
+      for (int lane = 0; lane < lanes; ++lane) start(lane, 0);
+      ioc.run();
+    });
+  for (auto& w : workers) w.join();
+  CHECK(done == threads * lanes * rounds);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("grpc: a lone client dropped as its last completion arrives", "[grpc]") {
