@@ -195,6 +195,19 @@ TEST_CASE("grpc: ModelInfer with raw and typed contents", "[grpc]") {
   CHECK(rsub.outputs()[0].name == "OUTPUT1");
 }
 
+TEST_CASE("grpc: a timeout parameter held as uint64 goes out as int64_param", "[grpc]") {
+  // The decoders keep `timeout` as uint64; Triton accepts it as int64_param only.
+  auto q = simple_request(iota16(), iota16());
+  q.parameters.set("timeout", std::uint64_t{5000000});
+  inference::ModelInferRequest pq;
+  ig::encode_infer_request(q, "simple", "", pq);
+  const auto& p = pq.parameters().at("timeout");
+  CHECK(p.parameter_choice_case() == inference::InferParameter::kInt64Param);
+  CHECK(p.int64_param() == 5000000);
+  auto r = shared_client().infer("simple", q);
+  CHECK(r.as<std::int32_t>("OUTPUT0")[1] == 2);
+}
+
 TEST_CASE("grpc: ModelInfer errors keep Triton's texts", "[grpc]") {
   auto& c = shared_client();
   auto stub = raw_stub(test_server());

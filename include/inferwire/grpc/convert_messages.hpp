@@ -19,7 +19,9 @@
 #include "grpc_service.pb.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -117,6 +119,11 @@ inline void encode_infer_request(const v2::infer_request& r, std::string_view mo
   out.set_model_version(std::string(version));
   out.set_id(r.id);
   to_proto(r.parameters, *out.mutable_parameters());
+  // Triton takes the `timeout` request parameter as int64_param only; one set as uint64 (as
+  // the server's decoders keep it) goes out in the type the server accepts.
+  if (const auto t = r.parameters.get<std::uint64_t>("timeout");
+      t && *t <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    (*out.mutable_parameters())["timeout"].set_int64_param(static_cast<std::int64_t>(*t));
   if (typed)  // typed contents and raw_input_contents cannot be mixed in one request
     for (const auto& i : r.inputs)
       if (!i.shm && (i.datatype == data_type::fp16 || i.datatype == data_type::bf16)) typed = false;
