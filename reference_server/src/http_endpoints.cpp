@@ -91,6 +91,10 @@ reply json_reply(std::string body, unsigned status) {
   reply r;
   r.status = status;
   r.content_type = "application/json";
+  // JSON text is UTF-8. Names a URL brings in are refused where they would be kept (model
+  // loads, region registrations) and quoted in error texts; should any other byte that is not
+  // UTF-8 reach a reply, it becomes U+FFFD rather than make the whole reply unreadable.
+  if (!valid_utf8(body)) body = quote_input(body, body.size());
   r.body = std::move(body);
   return r;
 }

@@ -432,6 +432,10 @@ status check_model_name(std::string_view name) {
       name.find('\\') != std::string_view::npos)
     return {errc::invalid_arg, "invalid model name '" + quote_input(name) +
                                    "', model name must not contain path traversal characters"};
+  // A name that is not UTF-8 could be neither listed in JSON nor sent in a protobuf string
+  // (only an HTTP URL can carry one).
+  if (!valid_utf8(name))
+    return {errc::invalid_arg, "invalid model name '" + quote_input(name) + "', model name must be UTF-8"};
   return {};
 }
 

@@ -84,9 +84,20 @@ status shm_registry::require_name(region_kind kind, std::string_view name) {
                                  (kind == region_kind::system ? "system" : "cuda") + " shared memory region"};
 }
 
+namespace {
+// A name that is not UTF-8 (only an HTTP URL can carry one) could not be listed in JSON or
+// protobuf status replies.
+status check_region_name(const std::string& r) {
+  if (valid_utf8(r)) return {};
+  return {errc::invalid_arg, "cannot register shared memory region '" + quote_input(r) +
+                                 "' - the region name must be UTF-8"};
+}
+}  // namespace
+
 status shm_registry::register_system(const v2::system_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
   const std::string& r = q.name;
+  if (auto st = check_region_name(r)) return st;
   if (q.key.find_first_not_of('/') == std::string::npos)
     return {errc::invalid_arg,
             "cannot register shared memory region '" + r + "' - invalid shm key '" + q.key + "'"};
@@ -142,6 +153,7 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
 status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
   const std::string& r = q.name;
+  if (auto st = check_region_name(r)) return st;
 #if INFERWIRE_SERVER_CUDA
   if (cuda::available()) {
     std::lock_guard lock(mu_);

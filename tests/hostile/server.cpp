@@ -195,6 +195,32 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          auto idx = request(port, "POST", "/v2/repository/index", "");
          CHECK(idx.body.find("bad_utf8") != std::string::npos);
        }},
+      {"names in a URL that are not UTF-8 never make a reply unreadable",
+       [&](server_process&) {
+         auto strict = [](const std::string& body) {
+           boost::system::error_code ec;
+           (void)json::parse(body, ec);  // validates UTF-8, as Python's json does
+           return !ec;
+         };
+         auto r = request(port, "POST", "/v2/models/sim\xC4\xC4ple/infer", "{}");
+         CHECK(r.status == 404);
+         CHECK(strict(r.body));
+         CHECK(error_of(r) == "Request for unknown model: 'sim\xEF\xBF\xBD\xEF\xBF\xBDple' is not found");
+         r = request(port, "POST", "/v2/repository/models/x\xC4/load", load_with_config(R"({"backend":"identity"})"));
+         CHECK(r.status == 400);
+         CHECK(strict(r.body));
+         CHECK(error_of(r) == "invalid model name 'x\xEF\xBF\xBD', model name must be UTF-8");
+         r = request(port, "POST", "/v2/repository/index", "");
+         CHECK(r.status == 200);
+         CHECK(strict(r.body));
+         r = request(port, "POST", "/v2/systemsharedmemory/region/r\xFF/register",
+                     R"({"key":"/iw-hostile-utf8","offset":0,"byte_size":8})");
+         CHECK(r.status == 400);
+         CHECK(strict(r.body));
+         CHECK(error_of(r) == "cannot register shared memory region 'r\xEF\xBF\xBD' - the region name must be UTF-8");
+         r = request(port, "GET", "/v2/systemsharedmemory/status", "");
+         CHECK(strict(r.body));
+       }},
       {"a system region shrunk by its owner is an error reply, not SIGBUS",
        [&](server_process&) {
          const std::string key = "/iw-hostile-shrink-" + std::to_string(::getpid());

@@ -9,6 +9,7 @@
 #ifndef INFERWIRE_CORE_ERROR_HPP
 #define INFERWIRE_CORE_ERROR_HPP
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <string>
@@ -193,17 +194,62 @@ constexpr bool is_resource_exhaustion(int errno_value) noexcept {
          errno_value == ENOMEM;
 }
 
+namespace detail {
+/// The length of the well-formed UTF-8 sequence that starts at `p` (1 to 4 bytes), or 0 when
+/// none does: overlong forms, surrogates, code points past U+10FFFF, stray continuation bytes
+/// and sequences cut short are not well-formed.
+constexpr std::size_t utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
+  const unsigned c = *p;
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 1;
+  else if (c == 0xE0) n = 2, lo = 0xA0;
+  else if (c == 0xED) n = 2, hi = 0x9F;
+  else if (c >= 0xE1 && c <= 0xEF) n = 2;
+  else if (c == 0xF0) n = 3, lo = 0x90;
+  else if (c == 0xF4) n = 3, hi = 0x8F;
+  else if (c >= 0xF1 && c <= 0xF3) n = 3;
+  else return 0;
+  if (static_cast<std::size_t>(end - p) <= n || p[1] < lo || p[1] > hi) return 0;
+  for (std::size_t k = 2; k <= n; ++k)
+    if ((p[k] & 0xC0) != 0x80) return 0;
+  return n + 1;
+}
+}  // namespace detail
+
+/// Whether `s` is well-formed UTF-8 (what JSON text must be).
+inline bool valid_utf8(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const std::size_t n = detail::utf8_sequence(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
 /// Client input quoted in an error text is cut to `max` bytes (then "..." is appended), so a
-/// reply never echoes an unbounded request back. The cut never splits a UTF-8 sequence.
+/// reply never echoes an unbounded request back. The cut never splits a UTF-8 sequence, and
+/// every byte that is not part of well-formed UTF-8 (a URL may carry any byte) becomes U+FFFD,
+/// so that the text can always travel in JSON and in protobuf strings.
 inline constexpr std::size_t max_quoted_input = 256;
 /// The longest error text a server sends (the frontends cut longer ones with quote_input).
 inline constexpr std::size_t max_error_text = 8192;
 inline std::string quote_input(std::string_view s, std::size_t max = max_quoted_input) {
-  if (s.size() <= max) return std::string(s);
-  std::size_t n = max;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  std::string out(s.substr(0, n));
-  out += "...";
+  if (s.size() <= max && valid_utf8(s)) return std::string(s);
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  std::string out;
+  out.reserve(std::min(s.size(), max) + 3);
+  for (std::size_t at = 0; at < s.size();) {
+    const std::size_t n = detail::utf8_sequence(p + at, end);
+    if (at + (n ? n : 1) > max) return out += "...";
+    if (n) out.append(s.data() + at, n);
+    else out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+    at += n ? n : 1;
+  }
   return out;
 }
 

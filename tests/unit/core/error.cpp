@@ -63,3 +63,21 @@ TEST_CASE("error: exception's what() is exactly the protocol message", "[core][e
   }
   CHECK_NOTHROW(throw_if(status{}));
 }
+
+TEST_CASE("error: quote_input cuts long input and keeps the text UTF-8", "[core][error]") {
+  using inferwire::quote_input;
+  CHECK(quote_input("simple") == "simple");
+  const std::string cut = quote_input(std::string(300, 'a'));
+  CHECK(cut.size() == 259);
+  CHECK(cut.find_first_not_of('a') == 256);
+  CHECK(cut.substr(256) == "...");
+  // The cut never splits a sequence: "é" would straddle byte 4.
+  CHECK(quote_input("abc\xc3\xa9", 4) == "abc...");
+  CHECK(quote_input("abc\xc3\xa9", 5) == "abc\xc3\xa9");
+  // Bytes that are not well-formed UTF-8 (a URL may carry any) become U+FFFD, one each.
+  CHECK(quote_input("sim\xc4\xc4ple") == "sim\xef\xbf\xbd\xef\xbf\xbdple");
+  CHECK(quote_input("\xed\xa0\x80") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // a surrogate
+  CHECK(quote_input("end\xe2\x82") == "end\xef\xbf\xbd\xef\xbf\xbd");           // cut short
+  CHECK(inferwire::valid_utf8(quote_input(std::string(1000, '\xff'))));
+  CHECK(quote_input(std::string(1000, '\xff')).size() == 256 * 3 + 3);
+}

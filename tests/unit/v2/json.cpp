@@ -45,7 +45,7 @@ std::string print(double d) {
 }  // namespace
 
 TEST_CASE("json: UTF-8 validation of BYTES elements", "[v2][json]") {
-  using inferwire::v2::detail::valid_utf8;
+  using inferwire::valid_utf8;
   CHECK(valid_utf8(""));
   CHECK(valid_utf8("plain ascii"));
   CHECK(valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));  // é € 😀

@@ -217,35 +217,6 @@ INFERWIRE_DECL void append_json_string(std::string& out, std::string_view s) {
 }
 
 namespace detail {
-/// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-/// U+10FFFF).
-INFERWIRE_DECL bool valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    const unsigned c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    std::size_t n = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c == 0xE0) n = 2, lo = 0xA0;
-    else if (c == 0xED) n = 2, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF) n = 2;
-    else if (c == 0xF0) n = 3, lo = 0x90;
-    else if (c == 0xF4) n = 3, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3) n = 3;
-    else return false;
-    if (static_cast<std::size_t>(end - p) <= n || p[1] < lo || p[1] > hi) return false;
-    for (std::size_t k = 2; k <= n; ++k)
-      if ((p[k] & 0xC0) != 0x80) return false;
-    p += n + 1;
-  }
-  return true;
-}
-
 template <class T>
 void append_json_number(std::string& out, T v) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -290,7 +261,7 @@ INFERWIRE_DECL status append_json_tensor_data(std::string& out, data_type type,
     // JSON text is UTF-8: an element that is not cannot be sent as a JSON string without
     // changing its bytes (Triton would write it raw and produce invalid JSON).
     for (const auto& e : elements)
-      if (!detail::valid_utf8(e))
+      if (!valid_utf8(e))
         return {errc::invalid_arg, "output '" + quote_input(name) +
                                        "' has BYTES elements that are not valid UTF-8 and cannot be "
                                        "returned as JSON; request it with binary_data"};
