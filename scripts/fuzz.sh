@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$compiler" ] || { echo "fuzz: clang++ not found"; exit 1; }
-[ ${#targets[@]} -gt 0 ] || targets=(json_infer binary_infer bytes config gms_codec http_reply)
+[ ${#targets[@]} -gt 0 ] || targets=(json_infer binary_infer bytes config gms_codec http_reply grpc_messages http_endpoints)
 
 cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$compiler" >/dev/null
 cmake --build "$build" -j "${JOBS:-2}"
@@ -33,8 +33,10 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$build/artifacts/$t"
   log="$build/$t.log"
   echo "fuzz: $t for ${seconds}s"
+  dict=()
+  [ -f "$root/tests/fuzz/$t.dict" ] && dict=(-dict="$root/tests/fuzz/$t.dict")
   if ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-       -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" \
+       -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" \
        "$work" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*' || echo "?")
