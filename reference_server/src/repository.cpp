@@ -506,6 +506,14 @@ status model_repository::load(std::string_view name_view, const v2::repository_l
     // Built-in backends read nothing from the model folder after loading.
     std::error_code ec;
     fs::remove_all(files_dir.parent_path(), ec);
+    // A failed first load of a model that exists only through its `file:` parameters leaves
+    // nothing behind (the reply has the reason): else every new name a client tried would stay
+    // in the index, and in memory, for good.
+    if (st && locate(name).count == 0) {
+      std::unique_lock lock(mu_);
+      if (auto it = models_.find(name); it != models_.end() && it->second.versions.empty())
+        models_.erase(it);
+    }
   }
   return st;
 }

@@ -195,6 +195,25 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          auto idx = request(port, "POST", "/v2/repository/index", "");
          CHECK(idx.body.find("bad_utf8") != std::string::npos);
        }},
+      {"failed loads under ever new names leave nothing behind",
+       [&](server_process&) {
+         // A model that exists only through its file: parameters and fails its first load is
+         // not kept: else each new name a client tried would stay in the index for good.
+         const std::string body = json::serialize(json::object{
+             {"parameters", json::object{{"config", R"({"bogus":1})"}, {"file:1/model.txt", "aGVsbG8="}}}});
+         for (int i = 0; i < 200; ++i) {
+           auto r = request(port, "POST", "/v2/repository/models/tried_" + std::to_string(i) + "/load", body);
+           REQUIRE(r.status == 400);
+         }
+         auto idx = request(port, "POST", "/v2/repository/index", "");
+         CHECK(idx.status == 200);
+         CHECK(idx.body.find("tried_") == std::string::npos);
+         // A model on disk keeps its failure in the index, as before.
+         auto r = request(port, "POST", "/v2/repository/models/bad_utf8/load", "");
+         CHECK(r.status == 400);
+         idx = request(port, "POST", "/v2/repository/index", "");
+         CHECK(idx.body.find("bad_utf8") != std::string::npos);
+       }},
       {"names in a URL that are not UTF-8 never make a reply unreadable",
        [&](server_process&) {
          auto strict = [](const std::string& body) {
