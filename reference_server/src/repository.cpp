@@ -354,7 +354,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
   std::string failures;
   {
     std::shared_lock lock(mu_);
-    for (const auto& r : models_[name].versions)
+    for (const auto& r : versions_of(name))
       if (std::binary_search(chosen.begin(), chosen.end(), r.version) && r.state != model_state::ready) {
         failures += "load failed for model '" + name + "': version " + std::to_string(r.version) +
                     " is at UNAVAILABLE state: " + r.reason + ";\n";
@@ -382,6 +382,10 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
     deps = it->second.dependencies;
   }
   drain(std::move(leaving));
+  // A model that existed only through its `file:` parameters cannot be loaded again without
+  // them: once unloaded it leaves the index, so that loading and unloading ever new names
+  // does not grow the server for good.
+  const bool files_only = locate(name).count == 0;
   {
     std::unique_lock lock(mu_);
     auto& e = models_[name];
@@ -391,6 +395,9 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
         r.reason = "unloaded";
       }
     e.fingerprint.clear();
+    if (e.from_files && files_only &&
+        std::none_of(e.versions.begin(), e.versions.end(), [](const version_record& r) { return r.live != nullptr; }))
+      models_.erase(name);
   }
   log_(false, "successfully unloaded '" + name + "'");
   if (unload_dependents) {
@@ -416,7 +423,7 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
   std::string still;
   {
     std::shared_lock lock(mu_);
-    for (const auto& r : models_[name].versions)
+    for (const auto& r : versions_of(name))
       if (r.state == model_state::ready) still += (still.empty() ? "" : ",") + std::to_string(r.version);
   }
   if (!still.empty())
@@ -582,7 +589,7 @@ void model_repository::poll() {
     bool loaded = false;
     {
       std::shared_lock lock(mu_);
-      for (const auto& r : models_[n].versions) loaded |= r.live != nullptr;
+      for (const auto& r : versions_of(n)) loaded |= r.live != nullptr;
     }
     if (loaded) unload_locked(n, false);
   }

@@ -124,6 +124,13 @@ class model_repository {
   };
 
   located locate(const std::string& name) const;
+  /// The versions of `name` (none for an unknown name); never inserts, so a shared lock on
+  /// mu_ suffices.
+  const std::vector<version_record>& versions_of(const std::string& name) const {
+    static const std::vector<version_record> none;
+    auto it = models_.find(name);
+    return it == models_.end() ? none : it->second.versions;
+  }
   std::vector<std::string> scan_names() const;
   status load_locked(const std::string& name, const std::optional<std::string>& config_override,
                      const std::filesystem::path& files_dir, bool as_dependency);

@@ -219,6 +219,13 @@ TEST_CASE("repository: file overrides stay inside their folder", "[repository][s
   CHECK(r.status == 200);
   CHECK(r.body.find(R"("data":[8,9])") != std::string::npos);
   CHECK(entry(index(port), "uploaded"));
+  // Unloaded, a model that exists only through its files leaves the index (it cannot be loaded
+  // again without them).
+  r = request(port, "POST", "/v2/repository/models/uploaded/unload", "");
+  CHECK(r.status == 200);
+  CHECK_FALSE(entry(index(port), "uploaded"));
+  r = request(port, "POST", "/v2/repository/models/uploaded/load", "");
+  CHECK(r.status == 500);  // no folder of that name: a poll failure, as for any unknown model
 
   const std::string marker = "iw-escape-" + std::to_string(getpid());
   for (std::string bad : std::vector<std::string>{"file:../" + marker, "file:1/../../" + marker, "file:/tmp/" + marker,
