@@ -367,6 +367,21 @@ status model_repository::load_locked_unguarded(const std::string& name,
   return {};
 }
 
+// A model with no folder in any repository, which existed only through its `file:` parameters,
+// cannot be loaded again without them: once no version of it is live (unloaded, or a first
+// load that failed) it leaves the index, so that ever new names a client tries do not grow the
+// server for good. Models on disk keep their unloaded and failed states listed.
+void model_repository::forget_if_files_only(const std::string& name) {
+  if (locate(name).count != 0) return;
+  std::unique_lock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return;
+  const auto& e = it->second;
+  const bool live = std::any_of(e.versions.begin(), e.versions.end(),
+                                [](const version_record& r) { return r.live != nullptr; });
+  if (!live && (e.from_files || e.versions.empty())) models_.erase(it);
+}
+
 status model_repository::unload_locked(const std::string& name, bool unload_dependents) {
   std::vector<std::shared_ptr<model_version>> leaving;
   std::vector<std::string> deps;
@@ -382,10 +397,6 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
     deps = it->second.dependencies;
   }
   drain(std::move(leaving));
-  // A model that existed only through its `file:` parameters cannot be loaded again without
-  // them: once unloaded it leaves the index, so that loading and unloading ever new names
-  // does not grow the server for good.
-  const bool files_only = locate(name).count == 0;
   {
     std::unique_lock lock(mu_);
     auto& e = models_[name];
@@ -395,10 +406,8 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
         r.reason = "unloaded";
       }
     e.fingerprint.clear();
-    if (e.from_files && files_only &&
-        std::none_of(e.versions.begin(), e.versions.end(), [](const version_record& r) { return r.live != nullptr; }))
-      models_.erase(name);
   }
+  forget_if_files_only(name);
   log_(false, "successfully unloaded '" + name + "'");
   if (unload_dependents) {
     for (const auto& d : deps) {
@@ -513,14 +522,7 @@ status model_repository::load(std::string_view name_view, const v2::repository_l
     // Built-in backends read nothing from the model folder after loading.
     std::error_code ec;
     fs::remove_all(files_dir.parent_path(), ec);
-    // A failed first load of a model that exists only through its `file:` parameters leaves
-    // nothing behind (the reply has the reason): else every new name a client tried would stay
-    // in the index, and in memory, for good.
-    if (st && locate(name).count == 0) {
-      std::unique_lock lock(mu_);
-      if (auto it = models_.find(name); it != models_.end() && it->second.versions.empty())
-        models_.erase(it);
-    }
+    if (st) forget_if_files_only(name);  // a failed first load: the reply has the reason
   }
   return st;
 }

@@ -138,6 +138,7 @@ class model_repository {
                                const std::optional<std::string>& config_override,
                                const std::filesystem::path& files_dir, bool as_dependency);
   status unload_locked(const std::string& name, bool unload_dependents);
+  void forget_if_files_only(const std::string& name);
   void drain(std::vector<std::shared_ptr<model_version>> old);
 
   std::vector<std::filesystem::path> roots_;

@@ -77,6 +77,15 @@ void infer_request(const pb::ModelInferRequest& in) {
   }
 }
 
+/// A request whose parameters the server reads with from_proto.
+template <class Message, class Request>
+void read_request(const void* wire, int n) {
+  Message in;
+  if (!in.ParseFromArray(wire, n)) return;
+  Request out;
+  (void)inferwire::grpc::from_proto(in, out);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -100,20 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& o : out.outputs) read_output(o);
       break;
     }
-    case 2: {
-      pb::RepositoryModelLoadRequest in;
-      if (!in.ParseFromArray(wire, n)) break;
-      v2::repository_load_request out;
-      (void)inferwire::grpc::from_proto(in, out);
-      break;
-    }
-    case 3: {
-      pb::CudaSharedMemoryRegisterRequest in;
-      if (!in.ParseFromArray(wire, n)) break;
-      v2::cuda_shm_register_request out;
-      (void)inferwire::grpc::from_proto(in, out);
-      break;
-    }
+    case 2: read_request<pb::RepositoryModelLoadRequest, v2::repository_load_request>(wire, n); break;
+    case 3: read_request<pb::CudaSharedMemoryRegisterRequest, v2::cuda_shm_register_request>(wire, n); break;
   }
   return 0;
 }
