@@ -98,8 +98,10 @@ try:
         for client_n, server_n, level in found:
             conc = level if "--request-rate-range" not in args else 8
             # The statistics are read at the window's edges: requests in flight there may count
-            # on one side only.
-            check(client_n > 0 and abs(client_n - server_n) <= 2 * conc + 0.02 * client_n,
+            # on one side only, and the server's edges trail the client's by the time a statistics
+            # request takes to arrive, which a loaded machine stretches at one edge and not the
+            # other (a few milliseconds: a few percent of a 150 ms window).
+            check(client_n > 0 and abs(client_n - server_n) <= 2 * conc + 0.05 * client_n,
                   "%s, level %g: client %d requests, server %d in the same windows" % (name, level, client_n, server_n))
         if "-b" in args:
             m = re.search(r"Throughput: ([0-9.]+) infer/sec", r.stdout)

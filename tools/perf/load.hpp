@@ -65,21 +65,28 @@ class driver {
       if (s.model_stats.empty()) throw std::runtime_error("the server has no statistics for " + o_.model);
       return s.model_stats.front();
     };
+    // Windows are back to back. Each edge is the instant the client takes its recorder and then
+    // asks for the statistics, so the server's window is the client's, shifted by the time a
+    // statistics request takes to reach the server: the same length at both edges, where
+    // reading the statistics first at the start and last at the end would widen the server's
+    // window by two such requests.
+    recorder_.take();
+    auto t0 = std::chrono::steady_clock::now();
+    auto before = stats();
     for (int trial = 0; trial < o_.max_trials; ++trial) {
-      const auto before = stats();
-      recorder_.take();
-      const auto t0 = std::chrono::steady_clock::now();
-      std::this_thread::sleep_for(std::chrono::milliseconds(o_.measurement_interval_ms));
+      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(o_.measurement_interval_ms));
       auto taken = recorder_.take();
       const auto t1 = std::chrono::steady_clock::now();
-      const auto after = stats();
+      auto after = stats();
       window w;
       w.duration = t1 - t0;
+      t0 = t1;
       w.latencies_ns = std::move(taken.latencies_ns);
       std::sort(w.latencies_ns.begin(), w.latencies_ns.end());
       w.failures = taken.failures;
       w.first_error = std::move(taken.first_error);
       w.server = server_side::between(before, after);
+      before = std::move(after);
       w.batch_size = o_.batch_size;
       if (o_.verbose)
         std::cerr << "  window " << trial + 1 << ": " << w.requests() << " requests, " << w.throughput()
