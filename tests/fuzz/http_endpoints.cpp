@@ -4,7 +4,7 @@
 // method checks, every endpoint's body (infer in JSON and binary, compressed or not, the
 // shared-memory, repository, trace and logging requests), the service, the models and the
 // encoders of every reply. The connection's framing (keep-alive, chunked bodies, Expect, the
-// in-flight budget) is the hostile suite's; here Beast's request parser cuts the input into up
+// in-flight budget) is http_connection's; here Beast's request parser cuts the input into up
 // to eight requests, answered in turn by one server built once over the bundled repositories,
 // so that one input can register a shared-memory region and then infer from it.
 //
