@@ -208,76 +208,9 @@ class client {
                         INFERWIRE_CALL_ARGS(model_id model, const v2::infer_request& request),
                         INFERWIRE_CALL_ARGS(model, request))
 
-  // --- Statistics (model [= every model])
-  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics,
-                        INFERWIRE_CALL_ARGS(model_id model), INFERWIRE_CALL_ARGS(model))
-  INFERWIRE_CLIENT_CALL(v2::statistics_response, model_statistics, INFERWIRE_NO_ARGS,
-                        INFERWIRE_CALL_ARGS(model_id()))
-
-  // --- Model repository (request [= {}])
-  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
-                        INFERWIRE_CALL_ARGS(const v2::repository_index_request& request),
-                        INFERWIRE_CALL_ARGS(request))
-  INFERWIRE_CLIENT_CALL(std::vector<v2::repository_index_entry>, repository_index,
-                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(v2::repository_index_request{}))
-  /// Loads (or reloads) a model, optionally with a config override and `file:` contents.
-  INFERWIRE_CLIENT_CALL(void, load_model,
-                        INFERWIRE_CALL_ARGS(std::string_view model,
-                                            const v2::repository_load_request& request),
-                        INFERWIRE_CALL_ARGS(model, request))
-  INFERWIRE_CLIENT_CALL(void, load_model, INFERWIRE_CALL_ARGS(std::string_view model),
-                        INFERWIRE_CALL_ARGS(model, v2::repository_load_request{}))
-  INFERWIRE_CLIENT_CALL(void, unload_model,
-                        INFERWIRE_CALL_ARGS(std::string_view model,
-                                            const v2::repository_unload_request& request),
-                        INFERWIRE_CALL_ARGS(model, request))
-  INFERWIRE_CLIENT_CALL(void, unload_model, INFERWIRE_CALL_ARGS(std::string_view model),
-                        INFERWIRE_CALL_ARGS(model, v2::repository_unload_request{}))
-
-  // --- System shared memory (region [= every region])
-  INFERWIRE_CLIENT_CALL(void, register_system_shared_memory,
-                        INFERWIRE_CALL_ARGS(const v2::system_shm_register_request& request),
-                        INFERWIRE_CALL_ARGS(request))
-  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
-                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
-  INFERWIRE_CLIENT_CALL(std::vector<v2::system_shm_status>, system_shared_memory_status,
-                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
-  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory,
-                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
-  INFERWIRE_CLIENT_CALL(void, unregister_system_shared_memory, INFERWIRE_NO_ARGS,
-                        INFERWIRE_CALL_ARGS(std::string_view()))
-
-  // --- CUDA shared memory (`raw_handle` holds the 64 raw bytes of a cudaIpcMemHandle_t)
-  INFERWIRE_CLIENT_CALL(void, register_cuda_shared_memory,
-                        INFERWIRE_CALL_ARGS(const v2::cuda_shm_register_request& request),
-                        INFERWIRE_CALL_ARGS(request))
-  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
-                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
-  INFERWIRE_CLIENT_CALL(std::vector<v2::cuda_shm_status>, cuda_shared_memory_status,
-                        INFERWIRE_NO_ARGS, INFERWIRE_CALL_ARGS(std::string_view()))
-  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory,
-                        INFERWIRE_CALL_ARGS(std::string_view region), INFERWIRE_CALL_ARGS(region))
-  INFERWIRE_CLIENT_CALL(void, unregister_cuda_shared_memory, INFERWIRE_NO_ARGS,
-                        INFERWIRE_CALL_ARGS(std::string_view()))
-
-  // --- Trace settings (model [= global]); updates return the settings in force afterwards.
-  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings,
-                        INFERWIRE_CALL_ARGS(std::string_view model), INFERWIRE_CALL_ARGS(model))
-  INFERWIRE_CLIENT_CALL(v2::trace_settings, trace_settings, INFERWIRE_NO_ARGS,
-                        INFERWIRE_CALL_ARGS(std::string_view()))
-  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
-                        INFERWIRE_CALL_ARGS(const v2::trace_settings& update,
-                                            std::string_view model),
-                        INFERWIRE_CALL_ARGS(update, model))
-  INFERWIRE_CLIENT_CALL(v2::trace_settings, update_trace_settings,
-                        INFERWIRE_CALL_ARGS(const v2::trace_settings& update),
-                        INFERWIRE_CALL_ARGS(update, std::string_view()))
-
-  // --- Log settings
-  INFERWIRE_CLIENT_CALL(v2::log_settings, log_settings, INFERWIRE_NO_ARGS, INFERWIRE_NO_ARGS)
-  INFERWIRE_CLIENT_CALL(v2::log_settings, update_log_settings,
-                        INFERWIRE_CALL_ARGS(const v2::log_settings& update),
-                        INFERWIRE_CALL_ARGS(update))
+  // --- Statistics, model repository, shared memory, trace and log settings: the same calls
+  // in both clients, listed in <inferwire/v2/detail/client_call.hpp>.
+  INFERWIRE_V2_SHARED_CALLS
 
   // --- Streaming
   /// Opens a bidirectional ModelStreamInfer stream (see `stream`); `o.timeout` bounds the
