@@ -4,7 +4,8 @@
 // HTTP/1.1 parser keeping the status, Content-Encoding, Inference-Header-Content-Length and the
 // body, with a 1 MiB body limit) by the same parse_some/parse_eof the client's reads use; a
 // complete reply is then decompressed when it says so and decoded as an infer response, as the
-// client does.
+// client does, twice: the second decoding, which may come from the client's memo of the last
+// header, must equal the full decoder's.
 #include <inferwire/http/client.hpp>
 
 #include <algorithm>
@@ -48,6 +49,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (inferwire::http::decompress(r.body, limit, plain)) return 0;
     r.body = std::move(plain);
   }
+  // Decoded twice: the second time a header seen before may be taken from the client's memo
+  // of the last header, which must give exactly what the full decoder gives.
+  const std::string body = r.body;
+  inferwire::status first, second, full;
+  (void)inferwire::http::infer_result::decode(body, r.header_length, first);
+  const auto again = inferwire::http::infer_result::decode(body, r.header_length, second);
+  const auto reference = inferwire::v2::decode_infer_response(again.body(), r.header_length, full);
+  if (bool(first) != bool(second) || bool(second) != bool(full)) __builtin_trap();
+  if (!second && !(again.response() == reference)) __builtin_trap();
   (void)detail::parse_infer(r, ec);
   return 0;
 }
