@@ -7,6 +7,7 @@
 
 #include <inferwire/http/compression.hpp>
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/detail/header_memo.hpp>
 #include <inferwire/v2/fast_request.hpp>
 #include <inferwire/v2/json.hpp>
 
@@ -384,6 +385,29 @@ struct infer_fields {
     }
   }
 };
+
+// The last request header an I/O thread decoded, under the limits it was decoded with (a
+// request may pass under one server's limits and not another's; tests run several servers).
+class request_memo {
+ public:
+  std::optional<v2::infer_request> recall(std::string_view message, std::size_t header_length,
+                                          const v2::codec_limits& limits) const {
+    if (!same(limits)) return std::nullopt;
+    return memo_.recall(message, header_length);
+  }
+  void remember(std::string_view header, const v2::infer_request& decoded, const v2::codec_limits& limits) {
+    limits_ = limits;
+    memo_.remember(header, decoded);
+  }
+
+ private:
+  bool same(const v2::codec_limits& l) const noexcept {
+    return l.max_input_size == limits_.max_input_size && l.max_tensors == limits_.max_tensors &&
+           l.max_dims == limits_.max_dims && l.max_parameters == limits_.max_parameters;
+  }
+  v2::codec_limits limits_;
+  v2::detail::header_memo<v2::infer_request, &v2::infer_request::inputs> memo_;
+};
 }  // namespace
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
@@ -460,9 +484,17 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
   // Steps 5 to 9: the JSON header and the binary data after it (the common shapes in one pass
   // over the header; the rest, and every error, by the full decoder).
   const std::string_view message = body.substr(0, content_length);
-  if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request)) {
-    job.request = v2::decode_infer_request(message, header_length, c.name, st, limits);
-    if (st) return st;
+  // A client's requests to a model repeat their header: the last one this I/O thread decoded
+  // (under the same limits) is not parsed again.
+  static thread_local request_memo memo;
+  if (auto known = memo.recall(message, header_length, limits)) {
+    job.request = std::move(*known);
+  } else {
+    if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request)) {
+      job.request = v2::decode_infer_request(message, header_length, c.name, st, limits);
+      if (st) return st;
+    }
+    memo.remember(message.substr(0, header_length), job.request, limits);
   }
   if (job.request.raw_binary) {
     std::vector<v2::tensor_metadata> inputs;

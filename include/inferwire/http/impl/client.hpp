@@ -3,6 +3,8 @@
 #ifndef INFERWIRE_HTTP_IMPL_CLIENT_HPP
 #define INFERWIRE_HTTP_IMPL_CLIENT_HPP
 
+#include <inferwire/v2/detail/header_memo.hpp>
+
 #include <boost/asio/compose.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/coroutine.hpp>
@@ -49,66 +51,14 @@ namespace inferwire::http {
 // ---------------------------------------------------------------------------------------------
 // infer_result
 
-namespace detail {
-
-/// The replies of a model to one kind of request carry the same JSON header call after call,
-/// byte for byte (names, types, shapes, binary sizes). A thread keeps the last binary header it
-/// decoded with its decoding, tensor data left out; a reply whose header has the same bytes
-/// takes that decoding and only places its outputs' views in its own body, without parsing the
-/// JSON again. Identical bytes decode identically, so the result is the full decoder's; any
-/// other header, or a body whose length does not match, goes through the full decoder.
-class response_memo {
- public:
-  static constexpr std::size_t max_header = 4096;
-
-  /// The decoding of `body` when its header is the one remembered.
-  std::optional<v2::infer_response> recall(std::string_view body, std::size_t header_length) const {
-    if (!valid_ || header_length > body.size() || body.substr(0, header_length) != header_)
-      return std::nullopt;
-    std::size_t next = header_length;
-    v2::infer_response r = skeleton_;
-    auto size = sizes_.begin();
-    for (auto& o : r.outputs) {
-      if (o.encoding != v2::tensor_encoding::binary) continue;
-      if (*size > body.size() - next) return std::nullopt;
-      o.data = v2::tensor_data::view(body.substr(next, *size));
-      next += *size++;
-    }
-    if (next != body.size()) return std::nullopt;
-    return r;
-  }
-
-  /// Remembers a header and its decoding when every output is binary or in shared memory.
-  void remember(std::string_view header, const v2::infer_response& r) {
-    valid_ = false;
-    if (header.size() > max_header) return;
-    sizes_.clear();
-    for (const auto& o : r.outputs) {
-      if (o.encoding == v2::tensor_encoding::json) return;
-      if (o.encoding == v2::tensor_encoding::binary) sizes_.push_back(o.data.size());
-    }
-    header_.assign(header);
-    skeleton_ = r;
-    for (auto& o : skeleton_.outputs) o.data = {};
-    valid_ = true;
-  }
-
- private:
-  bool valid_ = false;
-  std::string header_;
-  v2::infer_response skeleton_;
-  std::vector<std::size_t> sizes_;  ///< the binary outputs' sizes, in order
-};
-
-}  // namespace detail
-
 INFERWIRE_DECL infer_result infer_result::decode(std::string body,
                                          std::optional<std::size_t> header_length,
                                          status& st) {
   infer_result r;
   auto owned = std::make_shared<const std::string>(std::move(body));
   st = {};
-  static thread_local detail::response_memo memo;
+  // Replies repeat their header: the last one a thread decoded is not parsed again.
+  static thread_local v2::detail::header_memo<v2::infer_response, &v2::infer_response::outputs> memo;
   std::optional<v2::infer_response> known;
   if (header_length) known = memo.recall(*owned, *header_length);
   if (known) {
