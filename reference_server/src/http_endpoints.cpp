@@ -392,7 +392,7 @@ class request_memo {
  public:
   std::optional<v2::infer_request> recall(std::string_view message, std::size_t header_length,
                                           const v2::codec_limits& limits) const {
-    if (!same(limits)) return std::nullopt;
+    if (limits != limits_) return std::nullopt;
     return memo_.recall(message, header_length);
   }
   void remember(std::string_view header, const v2::infer_request& decoded, const v2::codec_limits& limits) {
@@ -401,10 +401,6 @@ class request_memo {
   }
 
  private:
-  bool same(const v2::codec_limits& l) const noexcept {
-    return l.max_input_size == limits_.max_input_size && l.max_tensors == limits_.max_tensors &&
-           l.max_dims == limits_.max_dims && l.max_parameters == limits_.max_parameters;
-  }
   v2::codec_limits limits_;
   v2::detail::header_memo<v2::infer_request, &v2::infer_request::inputs> memo_;
 };

@@ -37,6 +37,7 @@ struct codec_limits {
   std::size_t max_tensors = 1024;    ///< inputs per request, and outputs per request
   std::size_t max_dims = 64;         ///< dimensions of one shape
   std::size_t max_parameters = 256;  ///< parameters of the request, and of each tensor
+  friend bool operator==(const codec_limits&, const codec_limits&) = default;
 };
 
 /// invalid_arg `request has <n> <what>, more than the <max> allowed` when n > max (the
