@@ -115,10 +115,12 @@ reply empty_reply(unsigned code) {
 /// An infer request in flight: the service's call (its shared-memory places hold their regions
 /// until the reply is sent) and the HTTP request that owns the bytes every view points into.
 struct endpoints::infer_job : infer_call {
+  ~infer_job();
   request_t req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
   v2::encoded_body encoded;
+  bool recalled = false;  ///< `request` came from the thread's request memo
 };
 
 // --- routing ---------------------------------------------------------------------------------
@@ -387,24 +389,57 @@ struct infer_fields {
 };
 
 // The last request header an I/O thread decoded, under the limits it was decoded with (a
-// request may pass under one server's limits and not another's; tests run several servers).
+// request may pass under one server's limits and not another's; tests run several servers),
+// and the requests of finished jobs it filled, kept so that the next recall reuses their
+// storage: a client repeating its request costs no allocation for the decoded header.
 class request_memo {
  public:
-  std::optional<v2::infer_request> recall(std::string_view message, std::size_t header_length,
-                                          const v2::codec_limits& limits) const {
-    if (limits != limits_) return std::nullopt;
-    return memo_.recall(message, header_length);
+  /// A request equal to the full decoder's result for `message`, or false.
+  bool recall(std::string_view message, std::size_t header_length, const v2::codec_limits& limits,
+              v2::infer_request& into) {
+    if (limits != limits_) return false;
+    if (!spares_.empty()) {
+      into = std::move(spares_.back());
+      spares_.pop_back();
+    }
+    if (memo_.recall(message, header_length, into)) return true;
+    into = {};
+    return false;
   }
   void remember(std::string_view header, const v2::infer_request& decoded, const v2::codec_limits& limits) {
     limits_ = limits;
     memo_.remember(header, decoded);
   }
+  /// Keeps a recalled request whose job is over (its views dangle; recall overwrites them).
+  /// It owns nothing but what the header held, at most max_header bytes.
+  void recycle(v2::infer_request&& r) {
+    if (spares_.size() >= max_spares || r.raw_input.owns()) return;
+    for (const auto& t : r.inputs)
+      if (t.data.owns()) return;
+    spares_.push_back(std::move(r));
+  }
 
  private:
+  static constexpr std::size_t max_spares = 16;
   v2::codec_limits limits_;
   v2::detail::header_memo<v2::infer_request, &v2::infer_request::inputs> memo_;
+  std::vector<v2::infer_request> spares_;
 };
+
+// Each thread's memo. A job may end on any thread, also while that thread exits: `memo_gone`,
+// trivially destructible, stays readable after the memo is destroyed.
+thread_local bool memo_gone = false;
+struct thread_memo {
+  request_memo requests;
+  v2::detail::response_header_memo responses;
+  ~thread_memo() { memo_gone = true; }
+};
+thread_local thread_memo memo_of_thread;
 }  // namespace
+
+endpoints::infer_job::~infer_job() {
+  if (recalled && !memo_gone) memo_of_thread.requests.recycle(std::move(request));
+}
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
@@ -482,9 +517,9 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
   const std::string_view message = body.substr(0, content_length);
   // A client's requests to a model repeat their header: the last one this I/O thread decoded
   // (under the same limits) is not parsed again.
-  static thread_local request_memo memo;
-  if (auto known = memo.recall(message, header_length, limits)) {
-    job.request = std::move(*known);
+  request_memo& memo = memo_of_thread.requests;
+  if (memo.recall(message, header_length, limits, job.request)) {
+    job.recalled = true;
   } else {
     if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request)) {
       job.request = v2::decode_infer_request(message, header_length, c.name, st, limits);
@@ -517,7 +552,13 @@ reply endpoints::respond(infer_job& job, const status& done, const std::string& 
 reply endpoints::encode(infer_job& job, const std::string& accept) {
   for (auto& o : job.response.outputs)
     if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
-  if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
+  // A model's responses to a client repeat their header: the last one this thread encoded
+  // is not written again.
+  v2::detail::response_header_memo& memo = memo_of_thread.responses;
+  if (!memo.recall(job.response, job.encoded)) {
+    if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
+    memo.remember(job.response, job.encoded.header);
+  }
   reply rep;
   const bool binary = job.encoded.has_binary_data();
   rep.content_type = binary ? "application/octet-stream" : "application/json";

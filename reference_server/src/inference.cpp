@@ -519,6 +519,7 @@ class request_run {
     resp.model_name = c_.name;
     resp.model_version = std::to_string(model_.version);
     resp.outputs.clear();
+    resp.outputs.reserve(r_.outputs.empty() ? c_.outputs.size() : r_.outputs.size());
     if (!r_.outputs.empty()) {
       for (const auto& ro : r_.outputs)
         if (auto st = emit(outs, ro.name, ro.classification, resp)) return st;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace v2 = inferwire::v2;
 
@@ -71,4 +72,107 @@ TEST_CASE("header_memo: inputs in JSON, and long headers, are not remembered", "
   const auto decoded = decode(body);
   memo.remember(std::string(request_memo::max_header + 1, ' '), decoded);
   CHECK_FALSE(memo.recall(body, header.size()));
+}
+
+TEST_CASE("header_memo: recalled into a used request it equals the full decoder's result", "[v2]") {
+  request_memo memo;
+  const std::string first = body_of(1, 2, 3);
+  memo.remember(std::string_view(first).substr(0, header.size()), decode(first));
+  // A request of another layout, with owned data and parameters, as a recycled one could be.
+  const std::string json =
+      R"({"id":"x","parameters":{"priority":1},"inputs":[{"name":"A","shape":[1],"datatype":"FP32","data":[1.5]},)"
+      R"({"name":"B","shape":[1],"datatype":"FP32","data":[2.5]},{"name":"C","shape":[1],"datatype":"FP32","data":[3]},)"
+      R"({"name":"D","shape":[1],"datatype":"FP32","data":[4]}]})";
+  v2::infer_request used = v2::decode_infer_request(json, json.size(), "m");
+  const std::string second = body_of(4, 5, 6);
+  REQUIRE(memo.recall(second, header.size(), used));
+  CHECK(used == decode(second));
+  CHECK(used.inputs[2].as<std::int32_t>()[0] == 6);
+  // And again into the result (the same layout: its storage is reused).
+  const std::string third = body_of(7, 8, 9);
+  REQUIRE(memo.recall(third, header.size(), used));
+  CHECK(used == decode(third));
+  CHECK_FALSE(memo.recall(third + "x", header.size(), used));
+}
+
+namespace {
+
+v2::infer_output output(std::string name, std::string_view data, v2::tensor_encoding e) {
+  v2::infer_output o;
+  o.name = std::move(name);
+  o.datatype = inferwire::data_type::int32;
+  o.shape = {1, static_cast<std::int64_t>(data.size() / 4)};
+  o.encoding = e;
+  o.data = v2::tensor_data::view(data);
+  return o;
+}
+
+bool same(const v2::encoded_body& a, const v2::encoded_body& b) {
+  if (a.header != b.header || a.segments.size() != b.segments.size()) return false;
+  for (std::size_t i = 0; i < a.segments.size(); ++i)
+    if (a.segments[i].data() != b.segments[i].data() || a.segments[i].size() != b.segments[i].size()) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("response_header_memo: a response that differs only in data bytes takes the header remembered", "[v2]") {
+  const std::string d1(8, 'a'), d2(8, 'b'), d3(4, 'c');
+  v2::infer_response r;
+  r.model_name = "simple";
+  r.model_version = "1";
+  r.outputs.push_back(output("OUTPUT0", d1, v2::tensor_encoding::binary));
+  r.outputs.push_back(output("OUTPUT1", d3, v2::tensor_encoding::binary));
+  r.outputs.push_back(output("OUTPUT2", "", v2::tensor_encoding::shared_memory));
+  r.outputs.back().parameters.set("shared_memory_region", std::string("out"));
+  v2::detail::response_header_memo memo;
+  v2::encoded_body out;
+  CHECK_FALSE(memo.recall(r, out));  // nothing remembered yet
+  memo.remember(r, v2::encode_infer_response(r).header);
+  r.outputs[0].data = v2::tensor_data::view(d2);
+  REQUIRE(memo.recall(r, out));
+  CHECK(same(out, v2::encode_infer_response(r)));
+  CHECK(out.segments[0].data() == reinterpret_cast<const std::byte*>(d2.data()));
+
+  // Any change the header shows is not recalled; whatever is recalled is the encoder's.
+  const auto base = r;
+  const std::vector<void (*)(v2::infer_response&)> changes = {
+      [](v2::infer_response& x) { x.id = "7"; },
+      [](v2::infer_response& x) { x.model_name = "simplf"; },
+      [](v2::infer_response& x) { x.model_version = "2"; },
+      [](v2::infer_response& x) { x.parameters.set("sequence_id", std::uint64_t{3}); },
+      [](v2::infer_response& x) { x.outputs[1].name = "OUTPUT9"; },
+      [](v2::infer_response& x) { x.outputs[1].datatype = inferwire::data_type::fp32; },
+      [](v2::infer_response& x) { x.outputs[1].shape = {1, 1, 1}; },
+      [](v2::infer_response& x) { x.outputs[1].encoding = v2::tensor_encoding::shared_memory; },
+      [](v2::infer_response& x) { x.outputs[1].parameters.set("classification", true); },
+      [](v2::infer_response& x) { x.outputs[1].data = v2::tensor_data::view(std::string_view("zz")); },
+      [](v2::infer_response& x) { x.outputs[2].parameters.set("shared_memory_region", std::string("ou")); },
+      [](v2::infer_response& x) { x.outputs.pop_back(); },
+      [](v2::infer_response& x) { x.outputs.push_back(x.outputs[0]); },
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    INFO("change " << i);
+    auto changed = base;
+    changes[i](changed);
+    v2::encoded_body o;
+    CHECK_FALSE(memo.recall(changed, o));
+  }
+}
+
+TEST_CASE("response_header_memo: outputs in JSON and long headers are not remembered", "[v2]") {
+  const std::string d(8, 'a');
+  v2::infer_response r;
+  r.model_name = "m";
+  r.model_version = "1";
+  r.outputs.push_back(output("OUT", d, v2::tensor_encoding::json));
+  v2::detail::response_header_memo memo;
+  v2::encoded_body out;
+  memo.remember(r, v2::encode_infer_response(r).header);
+  CHECK_FALSE(memo.recall(r, out));
+  r.outputs[0].encoding = v2::tensor_encoding::binary;
+  memo.remember(r, std::string(v2::detail::response_header_memo::max_header + 1, ' '));
+  CHECK_FALSE(memo.recall(r, out));
+  memo.remember(r, v2::encode_infer_response(r).header);
+  CHECK(memo.recall(r, out));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/detail/header_memo.hpp — the last binary message header decoded, and its
-// decoding, for the next message with the same header bytes.
+// decoding, for the next message with the same header bytes; the last response header
+// encoded, for the next response that encodes to the same bytes.
 //
 // Requests of one client to one model, and that model's replies, repeat their JSON header byte
 // for byte (names, types, shapes, binary sizes) call after call. Identical bytes decode
@@ -12,12 +13,14 @@
 #ifndef INFERWIRE_V2_DETAIL_HEADER_MEMO_HPP
 #define INFERWIRE_V2_DETAIL_HEADER_MEMO_HPP
 
+#include <inferwire/v2/binary.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace inferwire::v2::detail {
@@ -33,20 +36,27 @@ class header_memo {
   /// The decoding of `body` when its first `header_length` bytes are the header remembered and
   /// the binary data after it have exactly the sizes that header gave; otherwise nothing.
   std::optional<Message> recall(std::string_view body, std::size_t header_length) const {
+    std::optional<Message> m(std::in_place);
+    if (!recall(body, header_length, *m)) return std::nullopt;
+    return m;
+  }
+
+  /// As above, into `m`, whose storage is reused: a message of the same layout (a recycled
+  /// one) takes the decoding without allocating. `m` is unspecified when this returns false.
+  bool recall(std::string_view body, std::size_t header_length, Message& m) const {
     if (!valid_ || header_length == 0 || header_length > body.size() ||
         body.substr(0, header_length) != header_)
-      return std::nullopt;
-    std::optional<Message> m(skeleton_);
+      return false;
+    m = skeleton_;
     std::size_t next = header_length;
     auto size = sizes_.begin();
-    for (auto& t : (*m).*Tensors) {
+    for (auto& t : m.*Tensors) {
       if (t.encoding != tensor_encoding::binary) continue;
-      if (*size > body.size() - next) return std::nullopt;
+      if (*size > body.size() - next) return false;
       t.data = tensor_data::view(body.substr(next, *size));
       next += *size++;
     }
-    if (next != body.size()) return std::nullopt;
-    return m;
+    return next == body.size();
   }
 
   /// Remembers `header` and `decoded`, its decoding without error, when every tensor is binary
@@ -70,6 +80,79 @@ class header_memo {
   std::string header_;
   Message skeleton_;
   std::vector<std::size_t> sizes_;  ///< the binary tensors' sizes, in order
+};
+
+/// The last infer response header encoded, for the next response that differs from it only in
+/// its outputs' data bytes. A model's responses to one client repeat everything else (id,
+/// names, types, shapes, sizes, parameters), and the header is a function of exactly those:
+/// such a response takes the header remembered and only has its binary segments listed.
+/// Responses with an output in JSON (its data is in the header) are not remembered.
+class response_header_memo {
+ public:
+  /// Headers longer than this are not remembered.
+  static constexpr std::size_t max_header = 4096;
+
+  /// `out` as encode_infer_response would write it for `r`, when `r` encodes to the header
+  /// remembered; otherwise false, `out` untouched.
+  bool recall(const infer_response& r, encoded_body& out) const {
+    if (!valid_ || !same_header(r)) return false;
+    out.header.assign(header_);
+    out.segments.clear();
+    for (const auto& o : r.outputs)
+      if (o.encoding == tensor_encoding::binary && !o.data.empty()) out.segments.push_back(o.data.bytes());
+    return true;
+  }
+
+  /// Remembers `header`, what encode_infer_response wrote for `r`.
+  void remember(const infer_response& r, std::string_view header) {
+    valid_ = false;
+    if (header.size() > max_header) return;
+    for (const auto& o : r.outputs)
+      if (o.encoding == tensor_encoding::json) return;
+    skeleton_.id = r.id;
+    skeleton_.model_name = r.model_name;
+    skeleton_.model_version = r.model_version;
+    skeleton_.parameters = r.parameters;
+    skeleton_.outputs.resize(r.outputs.size());
+    sizes_.resize(r.outputs.size());
+    for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+      const infer_output& o = r.outputs[i];
+      infer_output& s = skeleton_.outputs[i];
+      s.name = o.name;
+      s.datatype = o.datatype;
+      s.shape = o.shape;
+      s.encoding = o.encoding;
+      s.parameters = o.parameters;
+      s.data = {};
+      sizes_[i] = o.data.size();
+    }
+    header_.assign(header);
+    valid_ = true;
+  }
+
+ private:
+  // Every member of infer_response and infer_output that the header is written from (all but
+  // the outputs' data, of which only the size is written). A member added to those types
+  // that the encoder writes must be compared here too.
+  bool same_header(const infer_response& r) const {
+    if (r.outputs.size() != skeleton_.outputs.size() || r.id != skeleton_.id ||
+        r.model_name != skeleton_.model_name || r.model_version != skeleton_.model_version ||
+        r.parameters != skeleton_.parameters)
+      return false;
+    for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+      const infer_output& o = r.outputs[i];
+      const infer_output& s = skeleton_.outputs[i];
+      if (o.encoding != s.encoding || o.datatype != s.datatype || o.data.size() != sizes_[i] ||
+          o.name != s.name || o.shape != s.shape || o.parameters != s.parameters)
+        return false;
+    }
+    return true;
+  }
+
+  bool valid_ = false;
+  std::string header_;
+  infer_response skeleton_;  ///< outputs without data
+  std::vector<std::size_t> sizes_;  ///< each output's data size
 };
 
 }  // namespace inferwire::v2::detail
