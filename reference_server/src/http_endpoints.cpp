@@ -114,13 +114,17 @@ reply empty_reply(unsigned code) {
 
 /// An infer request in flight: the service's call (its shared-memory places hold their regions
 /// until the reply is sent) and the HTTP request that owns the bytes every view points into.
-struct endpoints::infer_job : infer_call {
+/// Its completion holds only a pointer to it (small enough for std::function to keep without
+/// allocating): the service calls it while it holds the call, and the reply takes a reference.
+struct endpoints::infer_job : infer_call, std::enable_shared_from_this<infer_job> {
   ~infer_job();
   request_t req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
   v2::encoded_body encoded;
-  bool recalled = false;  ///< `request` came from the thread's request memo
+  std::shared_ptr<responder> out;  ///< where the reply goes (taken when it is sent)
+  std::string_view accept;         ///< the request's Accept-Encoding (in `req`)
+  bool recalled = false;           ///< `request` came from the thread's request memo
 };
 
 // --- routing ---------------------------------------------------------------------------------
@@ -470,11 +474,15 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
   infer_hooks hooks;
   if (const std::atomic<bool>* gone = out->gone())
     hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
-  svc_.infer(job, std::move(hooks), [this, out, job, accept = std::string(fields.accept_encoding)](status done) {
-    reply rep = respond(*job, done, accept);
-    rep.owner = job;
-    rep.trace = job->trace;
-    out->respond(std::move(rep));
+  job->out = out;
+  job->accept = fields.accept_encoding;
+  svc_.infer(job, std::move(hooks), [this, j = job.get()](status done) {
+    reply rep = respond(*j, done, j->accept);
+    rep.owner = j->shared_from_this();
+    rep.trace = j->trace;
+    // The job, which the reply keeps, no longer holds the connection that holds the reply.
+    const std::shared_ptr<responder> to = std::move(j->out);
+    to->respond(std::move(rep));
   });
   return std::nullopt;
 }
@@ -536,7 +544,7 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
 }
 
 // The reply of a finished inference, where nothing may escape: a failure is its reply.
-reply endpoints::respond(infer_job& job, const status& done, const std::string& accept) noexcept {
+reply endpoints::respond(infer_job& job, const status& done, std::string_view accept) noexcept {
   try {
     if (done) return error_reply(done);
     return encode(job, accept);
@@ -549,7 +557,7 @@ reply endpoints::respond(infer_job& job, const status& done, const std::string& 
 
 // The HTTP form of a response: each output in binary or JSON as the request's binary_data
 // parameters ask (outputs in shared memory stay there), then Accept-Encoding.
-reply endpoints::encode(infer_job& job, const std::string& accept) {
+reply endpoints::encode(infer_job& job, std::string_view accept) {
   for (auto& o : job.response.outputs)
     if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
   // A model's responses to a client repeat their header: the last one this thread encoded

@@ -64,6 +64,57 @@ TEST_CASE("infer: binary in, binary out, as the C++ client sends it", "[infer]")
   CHECK(r.status == 200);
 }
 
+TEST_CASE("infer: repeated headers with other data, ids and output choices each get their own reply", "[infer]") {
+  // Requests that repeat a header are recalled from the last one decoded, into the storage of
+  // finished ones, and replies that repeat a header take the one last written: every reply
+  // must still be this request's own, whatever came before it.
+  auto request = [](int seed, std::string id, bool binary_out, bool only_output1) {
+    v2::infer_request req;
+    std::vector<std::int32_t> a(16), b(16);
+    for (int i = 0; i < 16; ++i) {
+      a[i] = seed * 100 + i;
+      b[i] = seed - i;
+    }
+    req.id = std::move(id);
+    req.inputs.push_back(int32_input("INPUT0", a, {1, 16}));
+    req.inputs.push_back(int32_input("INPUT1", b, {1, 16}));
+    if (binary_out) req.parameters.set("binary_data_output", true);
+    if (only_output1) {
+      v2::requested_output o;
+      o.name = "OUTPUT1";
+      o.binary_data = binary_out;
+      req.outputs.push_back(std::move(o));
+    }
+    return std::pair{req, std::pair{a, b}};
+  };
+  for (int round = 0; round < 40; ++round) {
+    INFO("round " << round);
+    const bool binary_out = round % 5 != 3;
+    const bool only_output1 = round % 7 == 6;
+    const std::string id = round % 4 == 2 ? "id-" + std::to_string(round) : "";
+    auto [req, ab] = request(round, id, binary_out, only_output1);
+    auto r = post_binary(simple_infer, req);
+    REQUIRE(r.status == 200);
+    auto res = decode(r);
+    CHECK(res.id == id);
+    REQUIRE(res.outputs.size() == (only_output1 ? 1u : 2u));
+    std::vector<int> sum(16), diff(16);
+    for (int i = 0; i < 16; ++i) {
+      sum[i] = ab.first[i] + ab.second[i];
+      diff[i] = ab.first[i] - ab.second[i];
+    }
+    if (!only_output1) {
+      CHECK(res.outputs[0].name == "OUTPUT0");
+      CHECK(ints(res.outputs[0]) == sum);
+    }
+    const auto& last = res.outputs.back();
+    CHECK(last.name == "OUTPUT1");
+    CHECK(last.shape == shape_t{1, 16});
+    CHECK(last.encoding == (binary_out ? v2::tensor_encoding::binary : v2::tensor_encoding::json));
+    CHECK(ints(last) == diff);
+  }
+}
+
 TEST_CASE("infer: mixed encodings and output selection", "[infer]") {
   // JSON INPUT0, binary INPUT1; OUTPUT0 binary, OUTPUT1 JSON.
   std::string header =
