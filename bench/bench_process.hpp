@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <time.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -51,29 +52,38 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// CPU seconds (user + system, all threads) of `pid`, and of its children if `children`.
+// CPU seconds (user + system, all threads, exited ones included) of `pid`, and of its children
+// if `children`. The process's CPU-time clock (clock_getcpuclockid) counts in nanoseconds; the
+// clock ticks of /proc/<pid>/stat (10 ms each) are the fallback where that clock is refused.
+// A figure per request from ticks moves in steps of 0.5 us over 20,000 requests.
 inline double cpu_seconds(pid_t pid, bool children) {
   static const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  auto of = [](const std::string& stat_path, pid_t* ppid) -> double {
-    std::string s = read_file(stat_path);
-    auto close = s.rfind(')');
-    if (close == std::string::npos) return 0;
-    std::istringstream in(s.substr(close + 2));
-    std::string field;
+  // The fields of /proc/<p>/stat after the command name (field 3 first); empty when gone.
+  auto stat_of = [](pid_t p) {
     std::vector<std::string> f;
-    while (in >> field) f.push_back(field);
+    std::string s = read_file("/proc/" + std::to_string(p) + "/stat");
+    auto close = s.rfind(')');
+    if (close == std::string::npos) return f;
+    std::istringstream in(s.substr(close + 2));
+    for (std::string field; in >> field;) f.push_back(field);
+    return f;
+  };
+  auto cpu_of = [&](pid_t p, const std::vector<std::string>& f) -> double {
+    clockid_t clock{};
+    timespec t{};
+    if (::clock_getcpuclockid(p, &clock) == 0 && ::clock_gettime(clock, &t) == 0)
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
     if (f.size() < 13) return 0;
-    if (ppid) *ppid = static_cast<pid_t>(std::stol(f[1]));  // field 4
     return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / tick;  // fields 14, 15
   };
-  double total = of("/proc/" + std::to_string(pid) + "/stat", nullptr);
+  double total = cpu_of(pid, stat_of(pid));
   if (children) {
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
       const std::string name = e.path().filename().string();
       if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      pid_t ppid = 0;
-      double t = of(e.path().string() + "/stat", &ppid);
-      if (ppid == pid) total += t;
+      const pid_t p = static_cast<pid_t>(std::stol(name));
+      const auto f = stat_of(p);
+      if (f.size() >= 13 && std::stol(f[1]) == pid) total += cpu_of(p, f);  // field 4: the parent
     }
   }
   return total;

@@ -5,7 +5,7 @@
 //       requests over keep-alive connections: requests/s, p50 and p99 latency. The same load
 //       generator then drives nginx serving a static 64-byte response on loopback.
 //       Targets: c16 rate >= 0.5x nginx; c1 p99 <= 2x nginx. The server's CPU time per
-//       request (utime + stime of every thread, from /proc/<pid>/stat, over the measured run)
+//       request (user + system time of every thread, from its CPU-time clock, over the measured run)
 //       against nginx's (its workers') for a small POST of the same body to a `return 200`
 //       location. Targets (issue 22): CPU <= 1.5x nginx's per small POST; c16 rate >= 1.0x.
 //   (b) a 64 MiB FP32 `identity_fp32` round trip (raw binary request, binary response), against
