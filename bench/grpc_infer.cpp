@@ -5,7 +5,8 @@
 // response of the same size (the floor of any gRPC server on this machine). Streaming
 // throughput (one ModelStreamInfer stream, requests pipelined) is reported for both too.
 // Targets (issue 22): >= 0.9x the echo baseline's throughput at concurrency 1 and 16, streaming
-// >= 1.0x. Each server's CPU time per request (all threads, /proc/<pid>/stat) is printed too.
+// >= 1.0x (streaming: the median of 5 interleaved rounds). Each server's CPU time per request
+// (all threads, from its CPU-time clock) is printed too.
 // Then a 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo
 // of the real 4 MiB response.
 #include "bench_process.hpp"
@@ -163,6 +164,8 @@ int echo_main(const char* port, const char* file) {
   return 0;
 }
 
+constexpr int stream_rounds = 5;
+
 int main(int argc, char** argv) {
   // The server does this too; the client and the echo alike, so that large messages compare
   // the servers, not page faults (GLIBC_TUNABLES=glibc.malloc.check=0 runs all three with
@@ -238,11 +241,21 @@ int main(int argc, char** argv) {
                 conc, s.rps, s.p50_us, s.p99_us, ours_cpu_us, e.rps, e.p50_us, e.p99_us, echo_cpu_us, s.rps / e.rps,
                 s.rps / e.rps >= 0.9 ? "met" : "NOT met");
   }
-  const double se = run_stream(echo, req, 20000);
-  const double ss = run_stream(ours, req, 20000);
-  std::printf("streaming, one stream, 20000 pipelined requests: inferwire-server %8.0f req/s   echo baseline %8.0f req/s   ratio %.2f "
-              "(target >= 1.0: %s)\n",
-              ss, se, ss / se, ss / se >= 1.0 ? "met" : "NOT met");
+  // One stream's rate moves by a third from run to run on a shared 2-core VM: interleaved
+  // rounds, medians, and the median of the rounds' ratios.
+  std::vector<double> se, ss, sr;
+  for (int round = 0; round < stream_rounds; ++round) {
+    se.push_back(run_stream(echo, req, 20000));
+    ss.push_back(run_stream(ours, req, 20000));
+    sr.push_back(ss.back() / se.back());
+  }
+  std::string each;
+  for (double r : sr) each += " " + std::to_string(r).substr(0, 4);
+  const double stream_ratio = bench::median(sr);
+  std::printf("streaming, one stream, 20000 pipelined requests, median of %d rounds: inferwire-server %8.0f req/s   "
+              "echo baseline %8.0f req/s   ratio %.2f (target >= 1.0: %s; rounds%s)\n",
+              stream_rounds, bench::median(ss), bench::median(se), stream_ratio,
+              stream_ratio >= 1.0 ? "met" : "NOT met", each.c_str());
   bench::stop(echo_pid);
 
   // A 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo of
