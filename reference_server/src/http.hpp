@@ -165,8 +165,8 @@ class endpoints {
   status decode_body(infer_job& job, std::string_view content_encoding,
                      std::optional<std::string_view> content_length,
                      std::optional<std::string_view> header_length, std::optional<reply>& refusal);
-  reply respond(infer_job& job, const status& done, std::string_view accept) noexcept;
-  reply encode(infer_job& job, std::string_view accept);
+  reply respond(infer_job& job, const status& done) noexcept;
+  reply encode(infer_job& job);
 
   server_state& s_;
   service svc_;

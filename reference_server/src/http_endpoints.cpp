@@ -402,11 +402,13 @@ class request_memo {
   bool recall(std::string_view message, std::size_t header_length, const v2::codec_limits& limits,
               v2::infer_request& into) {
     if (limits != limits_) return false;
-    if (!spares_.empty()) {
+    const bool spare = !spares_.empty();
+    if (spare) {
       into = std::move(spares_.back());
       spares_.pop_back();
     }
     if (memo_.recall(message, header_length, into)) return true;
+    if (spare) spares_.push_back(std::move(into));  // still a spare: its storage is kept
     into = {};
     return false;
   }
@@ -477,7 +479,7 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
   job->out = out;
   job->accept = fields.accept_encoding;
   svc_.infer(job, std::move(hooks), [this, j = job.get()](status done) {
-    reply rep = respond(*j, done, j->accept);
+    reply rep = respond(*j, done);
     rep.owner = j->shared_from_this();
     rep.trace = j->trace;
     // The job, which the reply keeps, no longer holds the connection that holds the reply.
@@ -544,10 +546,10 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
 }
 
 // The reply of a finished inference, where nothing may escape: a failure is its reply.
-reply endpoints::respond(infer_job& job, const status& done, std::string_view accept) noexcept {
+reply endpoints::respond(infer_job& job, const status& done) noexcept {
   try {
     if (done) return error_reply(done);
-    return encode(job, accept);
+    return encode(job);
   } catch (const std::bad_alloc&) {
     return error_reply(500, "failed to allocate memory for the request");
   } catch (const std::exception& e) {
@@ -557,7 +559,7 @@ reply endpoints::respond(infer_job& job, const status& done, std::string_view ac
 
 // The HTTP form of a response: each output in binary or JSON as the request's binary_data
 // parameters ask (outputs in shared memory stay there), then Accept-Encoding.
-reply endpoints::encode(infer_job& job, std::string_view accept) {
+reply endpoints::encode(infer_job& job) {
   for (auto& o : job.response.outputs)
     if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
   // A model's responses to a client repeat their header: the last one this thread encoded
@@ -572,7 +574,7 @@ reply endpoints::encode(infer_job& job, std::string_view accept) {
   rep.content_type = binary ? "application/octet-stream" : "application/json";
   if (binary)
     rep.header_length = job.encoded.header_length();
-  const auto coding = inferwire::http::negotiate_accept_encoding(accept);
+  const auto coding = inferwire::http::negotiate_accept_encoding(job.accept);
   if (coding != inferwire::http::content_coding::identity) {
     std::vector<std::string_view> parts;
     parts.push_back(job.encoded.header);
