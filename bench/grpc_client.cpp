@@ -12,6 +12,15 @@
 // Each measurement makes its own clients and destroys them before the next one starts, and
 // connecting and warming up stay outside the clock.
 // Targets: SDK >= 0.95x the baseline's rate and <= 1.2x its CPU per request.
+//
+// A second, reference-only baseline is the same hand-written client with its completions
+// posted to an io_context whose thread checks them and starts the next calls: the hop to
+// another thread that any client with handlers on an io_context makes. The SDK's io_context
+// form is compared with it too.
+//
+//   bench_grpc_client [--outstanding N] [--only baseline|baseline_on_ioc|io_context|inline]
+//                     [--seconds S] [--rounds R]
+// --only measures one form alone (for a profiler) and prints its figures without ratios.
 #include "bench_process.hpp"
 
 #include <inferwire/grpc/client.hpp>
@@ -20,7 +29,9 @@
 #include "grpc_service.grpc.pb.h"
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <grpcpp/grpcpp.h>
 
@@ -31,6 +42,7 @@
 #include <filesystem>
 #include <future>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 
@@ -46,19 +58,19 @@ struct result {
   double cpu_us_per_request = 0;
 };
 
-constexpr double seconds = 1.0;
-constexpr int rounds = 5;
+double seconds = 1.0;
+int rounds = 5;
 
 
 // The clock and the CPU time of one measurement, started and stopped by the code measured so
 // that making, warming up and destroying its clients stay outside it.
 struct meter {
   double cpu0 = 0, cpu = 0, wall = 0;
-  clock_type::time_point t0;
+  clock_type::time_point t0, deadline;
   clock_type::time_point start() {
     cpu0 = bench::self_cpu_seconds();
     t0 = clock_type::now();
-    return t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+    return deadline = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
   }
   void stop() {
     wall = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -76,22 +88,33 @@ result measure(F run) {
 
 // --- the baseline: generated stub, one completion queue, one polling thread
 
-long baseline(const std::string& target, const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b,
-              int outstanding, meter& m) {
-  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  for (int i = 0; i < 20; ++i) {  // connects
-    grpc::ClientContext ctx;
-    inference::ServerLiveResponse r;
-    (void)stub->ServerLive(&ctx, inference::ServerLiveRequest{}, &r);
-  }
-  grpc::CompletionQueue cq;
+/// What both baselines share: the stub (connected), the queue, and starting one call.
+struct raw_client {
   struct call {
     grpc::ClientContext ctx;
     inference::ModelInferResponse response;
     grpc::Status status;
     std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
+    bool good(bool ok) const { return ok && status.ok() && response.raw_output_contents_size() == 2; }
   };
-  auto start = [&](std::unique_ptr<call>& c) {
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  grpc::CompletionQueue cq;
+  const std::vector<std::int32_t>& a;
+  const std::vector<std::int32_t>& b;
+  std::vector<std::unique_ptr<call>> calls;
+
+  raw_client(const std::string& target, const std::vector<std::int32_t>& in0, const std::vector<std::int32_t>& in1,
+             int outstanding)
+      : stub(inference::GRPCInferenceService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))),
+        a(in0), b(in1), calls(static_cast<std::size_t>(outstanding)) {
+    for (int i = 0; i < 20; ++i) {  // connects
+      grpc::ClientContext ctx;
+      inference::ServerLiveResponse r;
+      (void)stub->ServerLive(&ctx, inference::ServerLiveRequest{}, &r);
+    }
+  }
+  /// Builds the request from the input bytes and starts it in a fresh slot; the slot is its tag.
+  void start(std::unique_ptr<call>& c) {
     c = std::make_unique<call>();
     inference::ModelInferRequest q;
     q.set_model_name("simple");
@@ -106,23 +129,67 @@ long baseline(const std::string& target, const std::vector<std::int32_t>& a, con
     q.add_raw_input_contents()->assign(reinterpret_cast<const char*>(b.data()), b.size() * 4);
     c->reader = stub->AsyncModelInfer(&c->ctx, q, &cq);
     c->reader->Finish(&c->response, &c->status, c.get());
-  };
-  std::vector<std::unique_ptr<call>> calls(static_cast<std::size_t>(outstanding));
+  }
+  std::unique_ptr<call>& slot_of(void* tag) {
+    return *std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.get() == tag; });
+  }
+};
+
+long baseline(const std::string& target, const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b,
+              int outstanding, meter& m) {
+  raw_client rc(target, a, b, outstanding);
   const auto deadline = m.start();
-  for (auto& c : calls) start(c);
+  for (auto& c : rc.calls) rc.start(c);
   long done = 0, errors = 0;
   int in_flight = outstanding;
   void* tag = nullptr;
   bool ok = false;
-  while (in_flight > 0 && cq.Next(&tag, &ok)) {
-    auto it = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.get() == tag; });
-    if (!ok || !(*it)->status.ok() || (*it)->response.raw_output_contents_size() != 2) ++errors;
+  while (in_flight > 0 && rc.cq.Next(&tag, &ok)) {
+    auto& slot = rc.slot_of(tag);
+    if (!slot->good(ok)) ++errors;
     ++done;
-    if (clock_type::now() < deadline) start(*it);
+    if (clock_type::now() < deadline) rc.start(slot);
     else --in_flight;
   }
   m.stop();
   if (errors) std::printf("  (baseline: %ld errors)\n", errors);
+  return done;
+}
+
+// --- the same client with its handlers on an io_context: what any client whose handlers run
+// on an io_context's thread pays (a hop to that thread per completion). For reference only,
+// no target: the polling thread posts each completion to the io_context, whose thread checks
+// it and starts the next call itself, as a hand-written client would.
+
+long baseline_on_ioc(const std::string& target, const std::vector<std::int32_t>& a,
+                     const std::vector<std::int32_t>& b, int outstanding, meter& m) {
+  raw_client rc(target, a, b, outstanding);
+  net::io_context ioc;
+  auto work = net::make_work_guard(ioc);
+  long done = 0, errors = 0;
+  int in_flight = outstanding;
+  std::thread poller([&] {
+    void* tag = nullptr;
+    bool ok = false;
+    while (rc.cq.Next(&tag, &ok)) {
+      net::post(ioc, [&, tag, ok] {
+        auto& slot = rc.slot_of(tag);
+        if (!slot->good(ok)) ++errors;
+        ++done;
+        if (clock_type::now() < m.deadline) rc.start(slot);
+        else if (--in_flight == 0) work.reset();
+      });
+    }
+  });
+  m.start();
+  net::post(ioc, [&] {
+    for (auto& c : rc.calls) rc.start(c);
+  });
+  ioc.run();
+  m.stop();
+  rc.cq.Shutdown();
+  poller.join();
+  if (errors) std::printf("  (baseline on io_context: %ld errors)\n", errors);
   return done;
 }
 
@@ -170,7 +237,22 @@ long sdk(ig::client& c, net::io_context* ioc, const v2::infer_request& req, int 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // For profiling: one level, one form, longer rounds.
+  int only_outstanding = 0;
+  std::string only;  // baseline | baseline_on_ioc | io_context | inline
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--outstanding") only_outstanding = std::stoi(argv[i + 1]);
+    else if (a == "--only") only = argv[i + 1];
+    else if (a == "--seconds") seconds = std::stod(argv[i + 1]);
+    else if (a == "--rounds") rounds = std::max(1, std::stoi(argv[i + 1]));
+    else {
+      std::fprintf(stderr, "usage: bench_grpc_client [--outstanding N] [--only baseline|baseline_on_ioc|io_context|inline] [--seconds S] [--rounds R]\n");
+      return 2;
+    }
+  }
+
   const std::string dir = "/tmp/inferwire-bench-grpc-client-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const int grpc_port = bench::free_port();
@@ -206,18 +288,40 @@ int main() {
     baseline(target, a, b, 1, m);  // warms up the server
   }
 
+  if (!only.empty()) {  // one form alone, for a profiler: no ratios
+    const int n = only_outstanding ? only_outstanding : 16;
+    for (int r = 0; r < rounds; ++r) {
+      const result x = only == "baseline"     ? measure([&](meter& m) { return baseline(target, a, b, n, m); })
+                       : only == "baseline_on_ioc"
+                           ? measure([&](meter& m) { return baseline_on_ioc(target, a, b, n, m); })
+                       : only == "io_context" ? measure([&](meter& m) { return sdk_with_ioc(n, m); })
+                                              : measure([&](meter& m) { return sdk_inline(n, m); });
+      std::printf("%s, outstanding %d: %8.0f req/s %6.1f us CPU/req\n", only.c_str(), n, x.rps,
+                  x.cpu_us_per_request);
+    }
+    bench::stop(server_pid);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   std::printf("bench_grpc_client: simple over gRPC, %d interleaved rounds of %.0f s per measurement, client CPU "
               "from getrusage; figures are medians over the rounds, ratios the medians of each round's ratio\n",
               rounds, seconds);
   for (int n : {1, 16}) {
-    std::vector<double> base_rps, base_cpu;
+    if (only_outstanding && n != only_outstanding) continue;
+    std::vector<double> base_rps, base_cpu, hop_rps, hop_cpu, hop_rate, hop_cpu_ratio, sdk_vs_hop;
     std::vector<double> rps[2], cpu[2], rate_ratio[2], cpu_ratio[2];
     for (int r = 0; r < rounds; ++r) {
       const result base = measure([&](meter& m) { return baseline(target, a, b, n, m); });
+      const result hop = measure([&](meter& m) { return baseline_on_ioc(target, a, b, n, m); });
       const result sdk_results[2] = {measure([&](meter& m) { return sdk_with_ioc(n, m); }),
                                      measure([&](meter& m) { return sdk_inline(n, m); })};
       base_rps.push_back(base.rps);
       base_cpu.push_back(base.cpu_us_per_request);
+      hop_rps.push_back(hop.rps);
+      hop_cpu.push_back(hop.cpu_us_per_request);
+      hop_rate.push_back(hop.rps / base.rps);
+      hop_cpu_ratio.push_back(hop.cpu_us_per_request / base.cpu_us_per_request);
+      sdk_vs_hop.push_back(sdk_results[0].rps / hop.rps);
       for (int k = 0; k < 2; ++k) {
         rps[k].push_back(sdk_results[k].rps);
         cpu[k].push_back(sdk_results[k].cpu_us_per_request);
@@ -227,13 +331,18 @@ int main() {
     }
     std::printf("outstanding %2d: completion-queue baseline %8.0f req/s %6.1f us CPU/req\n", n, bench::median(base_rps),
                 bench::median(base_cpu));
+    std::printf("                the same, handlers posted to an io_context %8.0f req/s %6.1f us CPU/req   rate %.2fx   "
+                "CPU %.2fx (reference: the cost of the hop)\n",
+                bench::median(hop_rps), bench::median(hop_cpu), bench::median(hop_rate), bench::median(hop_cpu_ratio));
     const char* what[2] = {"handlers on io_context", "handlers inline"};
     for (int k = 0; k < 2; ++k) {
       const double rate = bench::median(rate_ratio[k]), c = bench::median(cpu_ratio[k]);
       std::printf("                SDK, %-22s %8.0f req/s %6.1f us CPU/req   rate %.2fx (>= 0.95: %s)   CPU %.2fx "
-                  "(<= 1.2: %s)\n",
+                  "(<= 1.2: %s)",
                   what[k], bench::median(rps[k]), bench::median(cpu[k]), rate, rate >= 0.95 ? "met" : "NOT met", c,
                   c <= 1.2 ? "met" : "NOT met");
+      if (k == 0) std::printf("   %.2fx the baseline on an io_context", bench::median(sdk_vs_hop));
+      std::printf("\n");
     }
   }
   bench::stop(server_pid);
