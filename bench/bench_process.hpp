@@ -89,6 +89,44 @@ inline double cpu_seconds(pid_t pid, bool children) {
   return total;
 }
 
+// User and system clock ticks (10 ms each) of `pid`, and of its children if `children`, from
+// /proc/<p>/stat: coarse, for the split of CPU time between user space and the kernel over a
+// whole measurement, not for a figure per request.
+struct cpu_ticks {
+  long long user = 0, system = 0;
+  cpu_ticks operator-(const cpu_ticks& o) const { return {user - o.user, system - o.system}; }
+  cpu_ticks& operator+=(const cpu_ticks& o) {
+    user += o.user;
+    system += o.system;
+    return *this;
+  }
+  /// The kernel's share of the whole, in percent (0 when nothing was counted).
+  double system_percent() const { return user + system ? 100.0 * static_cast<double>(system) / static_cast<double>(user + system) : 0; }
+};
+inline cpu_ticks cpu_split(pid_t pid, bool children) {
+  auto of = [](pid_t p, pid_t parent) {
+    cpu_ticks t;
+    std::string s = read_file("/proc/" + std::to_string(p) + "/stat");
+    auto close = s.rfind(')');
+    if (close == std::string::npos) return t;
+    std::istringstream in(s.substr(close + 2));
+    std::vector<std::string> f;
+    for (std::string field; in >> field;) f.push_back(field);
+    if (f.size() < 13 || (parent && std::stol(f[1]) != parent)) return t;
+    t.user = std::stoll(f[11]);    // field 14
+    t.system = std::stoll(f[12]);  // field 15
+    return t;
+  };
+  cpu_ticks total = of(pid, 0);
+  if (children)
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      total += of(static_cast<pid_t>(std::stol(name)), pid);
+    }
+  return total;
+}
+
 inline pid_t spawn(std::vector<std::string> args, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -8,6 +8,8 @@
 //       request (user + system time of every thread, from its CPU-time clock, over the measured run)
 //       against nginx's (its workers') for a small POST of the same body to a `return 200`
 //       location. Targets (issue 22): CPU <= 1.5x nginx's per small POST; c16 rate >= 1.0x.
+//       Then the kernel's share of each server's CPU over all rounds (user and system clock
+//       ticks): how much of the difference user-space work could still remove.
 //   (b) a 64 MiB FP32 `identity_fp32` round trip (raw binary request, binary response), against
 //       a plain loopback TCP echo of the same bytes both ways. Target: >= 0.5x its bandwidth.
 //
@@ -229,15 +231,20 @@ int main(int argc, char** argv) {
     if (only_conc && conc != only_conc) continue;
     series ours, base, post;
     std::vector<double> cpu, nginx_cpu, rate_ratio, p99_ratio, cpu_ratio;
+    cpu_ticks split, nginx_split;  // over all rounds
     for (int round = 0; round < rounds; ++round) {
       const double cpu0 = cpu_seconds(spid, false);
+      const cpu_ticks t0 = cpu_split(spid, false);
       const load_result& o = ours.measure(sport, infer_req, conc, requests);
       cpu.push_back((cpu_seconds(spid, false) - cpu0) * 1e6 / static_cast<double>(requests));
+      split += cpu_split(spid, false) - t0;
       if (!have_nginx) continue;
       const load_result& s = base.measure(nport, static_req, conc, requests);
       const double ncpu0 = cpu_seconds(npid, true);
+      const cpu_ticks n0 = cpu_split(npid, true);
       post.measure(nport, post_req, conc, requests);
       nginx_cpu.push_back((cpu_seconds(npid, true) - ncpu0) * 1e6 / static_cast<double>(requests));
+      nginx_split += cpu_split(npid, true) - n0;
       rate_ratio.push_back(o.rate / s.rate);
       p99_ratio.push_back(o.p99_us / s.p99_us);
       cpu_ratio.push_back(cpu.back() / nginx_cpu.back());
@@ -256,6 +263,9 @@ int main(int argc, char** argv) {
       std::printf(", CPU/req");
       for (double r : cpu_ratio) std::printf(" %.2fx", r);
       std::printf("\n");
+      std::printf("  c=%-2d kernel's share   : of inferwire's CPU %.0f%%, of nginx's (POST) %.0f%% (clock ticks over "
+                  "all rounds)\n",
+                  conc, split.system_percent(), nginx_split.system_percent());
     }
   }
 
