@@ -12,7 +12,9 @@
 // getrusage (the server is another process). Targets: SDK >= 0.9x the baseline's requests/s
 // with one connection, >= 0.95x with 16.
 //
-//   bench_http_client [--requests N] [--rounds R] [--server PATH]
+//   bench_http_client [--requests N] [--rounds R] [--server PATH] [--concurrency 1|16]
+//                     [--only sdk|loop]
+// --only measures one side alone (for a profiler) and prints its figures without ratios.
 #include "bench_process.hpp"
 
 #include <inferwire/http/client.hpp>
@@ -199,11 +201,20 @@ int main(int argc, char** argv) {
   std::size_t requests = 20000;
   int rounds = 5;  // one run moves by a tenth from round to round on a shared 2-core VM
   std::string server = INFERWIRE_SERVER_PATH;
+  int only_concurrency = 0;
+  std::string only;  // sdk | loop: one side alone
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--requests") requests = std::stoul(argv[i + 1]);
     else if (a == "--rounds") rounds = std::stoi(argv[i + 1]);
     else if (a == "--server") server = argv[i + 1];
+    else if (a == "--concurrency") only_concurrency = std::stoi(argv[i + 1]);
+    else if (a == "--only") only = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: bench_http_client [--requests N] [--rounds R] [--server PATH] "
+                           "[--concurrency 1|16] [--only sdk|loop]\n");
+      return 2;
+    }
   }
   signal(SIGPIPE, SIG_IGN);
   auto tmp = std::filesystem::temp_directory_path() / ("iw-bench-client-" + std::to_string(getpid()));
@@ -223,7 +234,22 @@ int main(int argc, char** argv) {
               bytes.size());
 
   int status = 0;
+  if (!only.empty()) {
+    const int c = only_concurrency ? only_concurrency : 16;
+    for (int r = 0; r < rounds; ++r) {
+      std::size_t errors = 0;
+      double cpu = 0;
+      const double rate = only == "loop" ? baseline_rate(port, c, requests, bytes, errors, cpu)
+                                         : sdk_async_rate(port, c, requests, sr.request, errors, cpu);
+      std::printf("c=%-2d %s: %9.0f req/s  client CPU %5.1f us/req, errors %zu\n", c, only.c_str(), rate, cpu, errors);
+      if (errors) status = 1;
+    }
+    stop(spid);
+    std::filesystem::remove_all(tmp);
+    return status;
+  }
   for (int c : {1, 16}) {
+    if (only_concurrency && c != only_concurrency) continue;
     std::vector<double> sdk, base, sdk_cpu, base_cpu, rate_ratio, cpu_ratio;
     std::size_t e1 = 0, e2 = 0, total_errors = 0;
     for (int r = 0; r < rounds; ++r) {
