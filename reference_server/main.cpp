@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire-server: the reference KServe v2 / Triton-compatible inference server.
+#include "src/backends.hpp"
 #include "src/options.hpp"
 #include "src/server.hpp"
 #if INFERWIRE_SERVER_GRPC
@@ -13,6 +14,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -24,9 +27,18 @@ namespace {
 void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
            std::chrono::steady_clock::time_point deadline) {
   if (s.in_flight.load() <= 0 || std::chrono::steady_clock::now() >= deadline) {
-    if (s.in_flight.load() > 0)
+    if (s.in_flight.load() > 0) {
       s.log.log_warning("exit timeout expired with " + std::to_string(s.in_flight.load()) +
                         " requests in flight");
+      // Models that wait (configured delays, repeat's DELAY) stop waiting, so that their
+      // executions end; one that still runs a few seconds later does not hold the exit.
+      interrupt_waits();
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        std::fputs("inferwire-server: executions still running 5 s after the exit timeout; exiting\n", stderr);
+        std::_Exit(1);
+      }).detach();
+    }
     s.stop_io();
     return;
   }

@@ -4,7 +4,9 @@
 
 #include <inferwire/core/bytes.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -43,12 +45,15 @@ bool visit_numeric(data_type t, F&& f) {
   }
 }
 
-void apply_delay(const model_config& c) {
-  auto it = c.parameters.find("execute_delay_ms");
-  if (it == c.parameters.end()) return;
+std::atomic<bool> waits_interrupted{false};
+
+// The config's execute_delay_ms, waited through pause().
+status apply_delay(const execution& e) {
+  auto it = e.config.parameters.find("execute_delay_ms");
+  if (it == e.config.parameters.end()) return {};
   std::int64_t ms = 0;
   std::from_chars(it->second.data(), it->second.data() + it->second.size(), ms);
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms > 0 ? pause(e, std::chrono::milliseconds(ms)) : status{};
 }
 
 status missing_input(const execution& e, std::string_view name) {
@@ -122,7 +127,7 @@ class simple_backend final : public backend {
     if (!ok)
       return {errc::invalid_arg, "backend 'simple' does not support data type " +
                                      std::string(wire_name(a->datatype))};
-    apply_delay(c);
+    if (auto st = apply_delay(e)) return st;
     auto result = [&](const tensor_config& t, char* p, std::string& own) {
       if (p != own.data() || own.empty())
         return make_output(t, a->shape,
@@ -168,7 +173,7 @@ class simple_string_backend final : public backend {
       sum.append(std::to_string(s));
       diff.append(std::to_string(d));
     }
-    apply_delay(c);
+    if (auto st = apply_delay(e)) return st;
     e.outputs.push_back(make_output(c.outputs[0], a->shape, sum.release()));
     e.outputs.push_back(make_output(c.outputs[1], a->shape, diff.release()));
     return {};
@@ -183,7 +188,7 @@ status for_each_identity_pair(execution& e, F f) {
   const auto& c = e.config;
   if (c.inputs.size() != c.outputs.size())
     return {errc::internal, "backend 'identity' needs as many outputs as inputs"};
-  apply_delay(c);
+  if (auto st = apply_delay(e)) return st;
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
     const auto* in = e.input(c.inputs[i].name);
     if (!in) {
@@ -279,7 +284,7 @@ class sequence_backend final : public backend {
         store(out.data() + i * 4, static_cast<std::int32_t>(r));
       }
     }
-    apply_delay(c);
+    if (auto st = apply_delay(e)) return st;
     e.outputs.push_back(make_output(c.outputs[0], in->shape, std::move(out)));
     return {};
   }
@@ -370,7 +375,7 @@ class gpu_simple_backend final : public backend {
     std::byte* diff = device_output(e, c.outputs[1].name, bytes, device, sdiff, st);
     if (st) return st;
     if (auto k = gpu_add_sub(device, a->datatype, pa, pb, sum, diff, bytes / width)) return k;
-    apply_delay(c);
+    if (auto d = apply_delay(e)) return d;
     if (auto f = finish_device_output(e, c.outputs[0], a->shape, sum, bytes, device, a->datatype)) return f;
     return finish_device_output(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype);
   }
@@ -413,14 +418,15 @@ class repeat_backend final : public backend {
     const auto* delay = e.input("DELAY");
     if (delay && delay->datatype != data_type::uint32)
       return {errc::invalid_arg, "input 'DELAY' of backend 'repeat' must be UINT32"};
-    apply_delay(e.config);
+    if (auto st = apply_delay(e)) return st;
     const auto values = in->as<std::int32_t>();
     const std::size_t delays = delay ? delay->data.size() / 4 : 0;
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (i < delays) {
         std::uint32_t ms = 0;
         std::memcpy(&ms, delay->data.bytes().data() + 4 * i, 4);
-        if (ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        if (ms)
+          if (auto st = pause(e, std::chrono::milliseconds(ms))) return st;
       }
       std::vector<v2::infer_output> outs(2);
       const std::int32_t v = values[i];
@@ -441,6 +447,23 @@ constexpr std::array<std::string_view, 7> backend_names{
 }  // namespace
 
 std::span<const std::string_view> builtin_backends() noexcept { return backend_names; }
+
+status pause(const execution& e, std::chrono::milliseconds d) {
+  // In steps short enough that a client that left or the end of the exit timeout is noticed
+  // within them; a client-given delay of days then holds an instance only while it is wanted.
+  constexpr auto step = std::chrono::milliseconds(20);
+  const auto until = std::chrono::steady_clock::now() + d;
+  for (;;) {
+    if (waits_interrupted.load(std::memory_order_relaxed))
+      return {errc::unavailable, "the server's exit timeout expired while model '" + e.config.name + "' waited"};
+    if (e.cancelled && *e.cancelled && (*e.cancelled)()) return {errc::cancelled, "the client cancelled the request"};
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return {};
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, step));
+  }
+}
+
+void interrupt_waits() noexcept { waits_interrupted.store(true, std::memory_order_relaxed); }
 
 std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
   const std::string& b = config.backend;

@@ -20,6 +20,7 @@
 
 #include <inferwire/v2/types.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -57,6 +58,9 @@ struct execution {
   trace_record* trace = nullptr;
   /// Decoupled models: sends one response made of `outputs` (set by the frontend).
   std::function<status(std::vector<v2::infer_output>&&)> respond;
+  /// True once the request's client gave up (null: never known). Backends that wait (a
+  /// configured delay, repeat's DELAY) look at it while they wait, through pause().
+  const std::function<bool()>* cancelled = nullptr;
 
   const v2::infer_input* input(std::string_view name) const noexcept {
     for (const auto& i : inputs)
@@ -86,6 +90,14 @@ class backend {
   /// others get device inputs copied to host memory first.
   virtual bool on_gpu() const noexcept { return false; }
 };
+
+/// Waits `d` on behalf of `e`'s request, or less: the wait ends early when the request's client
+/// gives up or interrupt_waits() was called. Returns why it ended early, else no error.
+status pause(const execution& e, std::chrono::milliseconds d);
+
+/// Ends every wait of pause(), running or to come, for the rest of the process: the server's
+/// exit timeout expired, and executions must end so that the server can.
+void interrupt_waits() noexcept;
 
 /// The backend `config.backend` names. Unknown names fail with Triton's text.
 std::unique_ptr<backend> make_backend(const model_config& config, status& st);

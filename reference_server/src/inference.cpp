@@ -375,6 +375,7 @@ class request_run {
         e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}, {}, nullptr, {}} {}
 
   void traced_by(trace_record* t) noexcept { e_.trace = t; }
+  void cancelled_by(const std::function<bool()>* c) noexcept { e_.cancelled = c; }
   /// The outputs of this request computed elsewhere (its rows of a batch's execution).
   void adopt_outputs(std::vector<v2::infer_output>&& outs) { e_.outputs = std::move(outs); }
 
@@ -587,7 +588,8 @@ class request_run {
 
 status execute_request(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
                        request_clock& times, v2::infer_response& response,
-                       const tensor_places* places, const response_sink* on_response, trace_record* trace) {
+                       const tensor_places* places, const response_sink* on_response, trace_record* trace,
+                       const std::function<bool()>* cancelled) {
   version_stats::durations d;
   const auto start = times.compute_start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
@@ -597,6 +599,7 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   };
   request_run run(model, r, batch_size, places);
   run.traced_by(trace);
+  run.cancelled_by(cancelled);
   if (auto st = run.stage_inputs()) return fail(st, false);
   if (auto st = run.begin_sequence()) return fail(st, false);
   if (auto st = run.connect_responses(on_response)) return fail(st, false);

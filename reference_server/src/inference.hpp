@@ -67,11 +67,14 @@ status resolve_shared_memory(shm_registry& registry, v2::infer_request& request,
 /// `on_response` while they run; `response` then only names the request (id, model, version)
 /// for the final flag. Without a sink a decoupled model fails. A sink returns false when
 /// nobody receives responses any more (the client went away); the model then stops.
+/// `cancelled` (may be null) tells whether the client gave up; a backend that waits stops
+/// waiting then (see pause()).
 using response_sink = std::function<bool(v2::infer_response&&)>;
 status execute_request(model_version& model, const v2::infer_request& request,
                        std::int64_t batch_size, request_clock& times,
                        v2::infer_response& response, const tensor_places* places = nullptr,
-                       const response_sink* on_response = nullptr, trace_record* trace = nullptr);
+                       const response_sink* on_response = nullptr, trace_record* trace = nullptr,
+                       const std::function<bool()>* cancelled = nullptr);
 
 /// The key of the requests that may share one execution (the dynamic batcher): their inputs'
 /// names, types and shapes past the batch dimension.

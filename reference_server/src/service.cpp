@@ -20,10 +20,11 @@ std::uint64_t ns_since(clock::time_point t) {
 status cancelled_status() { return {errc::cancelled, "the client cancelled the request"}; }
 
 // execute_request where nothing may escape: a failure (an allocation above all) is the call's.
-status execute_guarded(infer_call& call, const response_sink* sink) noexcept {
+status execute_guarded(infer_call& call, const response_sink* sink,
+                       const std::function<bool()>& cancelled) noexcept {
   try {
     return execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
-                           &call.places, sink, call.trace.get());
+                           &call.places, sink, call.trace.get(), cancelled ? &cancelled : nullptr);
   } catch (const std::bad_alloc&) {
     return {errc::internal, "failed to allocate memory for the request"};
   } catch (const std::exception& e) {
@@ -289,9 +290,9 @@ void run_batch(std::vector<call_ptr>&& batch) {
       const response_sink checked = [&](v2::infer_response&& r) {
         return !(cancelled && cancelled()) && (*sink)(std::move(r));
       };
-      results[live.front()] = execute_guarded(call, &checked);
+      results[live.front()] = execute_guarded(call, &checked, cancelled);
     } else {
-      results[live.front()] = execute_guarded(call, nullptr);
+      results[live.front()] = execute_guarded(call, nullptr, call.hooks.cancelled);
     }
   } else if (live.size() > 1) {
     std::vector<batch_member> members;
@@ -337,7 +338,7 @@ void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::fu
     };
   if (hooks.cancelled && hooks.cancelled()) return done(cancelled_status());
   if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
-    return done(execute_guarded(*call, nullptr));
+    return done(execute_guarded(*call, nullptr, hooks.cancelled));
   instance_gate& gate = call->model->instances;
   // The queue policy (schedule_policy): the request's priority level and how long it may wait.
   const queue_ticket ticket = gate.ticket(unsigned_parameter(call->request, "priority"),

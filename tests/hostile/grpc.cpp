@@ -312,3 +312,107 @@ TEST_CASE("hostile: SIGTERM with gRPC calls running, a stream mid-request and id
     if (i == 2) CHECK(responses == 1);  // its request was drained and answered
   }
 }
+
+namespace {
+/// repeat_int32 with one element IN = [v] that waits `delay_ms` before its response.
+pb::ModelInferRequest repeat_request(std::int32_t v, std::uint32_t delay_ms) {
+  pb::ModelInferRequest q;
+  q.set_model_name("repeat_int32");
+  auto add = [&q](const char* name, const char* type, const void* data) {
+    auto* in = q.add_inputs();
+    in->set_name(name);
+    in->set_datatype(type);
+    in->add_shape(1);
+    q.add_raw_input_contents(std::string(static_cast<const char*>(data), 4));
+  };
+  const std::uint32_t wait = 0;
+  add("IN", "INT32", &v);
+  add("DELAY", "UINT32", &delay_ms);
+  add("WAIT", "UINT32", &wait);
+  (*q.mutable_parameters())["triton_enable_empty_final_response"].set_bool_param(true);
+  return q;
+}
+}  // namespace
+
+// A decoupled request may ask its model to wait DELAY ms per element, up to 2^32-1 (49 days),
+// on the model's one instance. That wait must end when its client leaves (or the next request
+// for the model waits behind it for weeks), and when the server's exit timeout expires (or
+// SIGTERM never ends the process: its execution threads are joined before it exits).
+TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither the model nor the exit",
+          "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
+                    "--allow-grpc=true", "--grpc-port=0", "--exit-timeout-secs=1"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  auto stub = make_stub(s.grpc_port());
+  const std::uint32_t forever = 0xFFFFFFFFu;
+  // Requests queued for the model's one instance: with a request behind it, the first runs.
+  const auto queued = [&] {
+    const std::string m = request(s.metrics_port(), "GET", "/metrics").body;
+    const std::string key = "nv_inference_pending_request_count{model=\"repeat_int32\"";
+    const auto at = m.find(key);
+    if (at == std::string::npos) return 0;
+    const auto end = m.find('\n', at);
+    return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
+  };
+  struct open_stream {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
+  };
+  const auto open = [&](const pb::ModelInferRequest& q) {
+    auto os = std::make_unique<open_stream>();
+    os->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    os->rw = stub->ModelStreamInfer(&os->ctx);
+    REQUIRE(os->rw->Write(q));
+    return os;
+  };
+  const auto wait_until_queued = [&] {
+    for (int i = 0; i < 500 && queued() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(queued() == 1);
+  };
+
+  // A client asks for the long wait; a second request waits for the instance; the first
+  // client goes away: the second runs.
+  auto long_wait = open(repeat_request(1, forever));
+  auto next = open(repeat_request(5, 0));
+  wait_until_queued();
+  long_wait->ctx.TryCancel();
+  {
+    pb::ModelStreamInferResponse r;
+    while (long_wait->rw->Read(&r)) {
+    }
+    CHECK(long_wait->rw->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  }
+  {
+    pb::ModelStreamInferResponse r;
+    REQUIRE(next->rw->Read(&r));
+    INFO(r.error_message());
+    REQUIRE(r.error_message().empty());
+    REQUIRE(r.infer_response().raw_output_contents_size() >= 1);
+    std::int32_t out = 0;
+    std::memcpy(&out, r.infer_response().raw_output_contents(0).data(), 4);
+    CHECK(out == 5);
+    next->rw->WritesDone();
+    while (next->rw->Read(&r)) {
+    }
+    CHECK(next->rw->Finish().ok());
+  }
+
+  // A client that asks for the long wait and stays, another request behind it: SIGTERM ends
+  // the server after the exit timeout (1 s) all the same.
+  auto stays = open(repeat_request(2, forever));
+  auto behind = open(repeat_request(3, 0));
+  wait_until_queued();
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(s.stop() == 0);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took < std::chrono::seconds(4));
+  for (auto* os : {stays.get(), behind.get()}) {
+    os->ctx.TryCancel();
+    pb::ModelStreamInferResponse r;
+    while (os->rw->Read(&r)) {
+    }
+    (void)os->rw->Finish();
+  }
+}
