@@ -23,6 +23,7 @@
 #include <atomic>
 #include <fstream>
 #include <condition_variable>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -123,13 +124,18 @@ class driver {
     if (!o_.async) {
       for (std::size_t i = 0; i < n; ++i)
         threads_.emplace_back([this] {
-          auto c = Traits::make_blocking(o_);
-          while (!stop_.load(std::memory_order_relaxed)) {
-            const auto t0 = std::chrono::steady_clock::now();
-            error_code ec;
-            c->infer(v2::model_id(o_.model, o_.version), next_request(), ec);
-            record(t0, ec);
+          {
+            auto c = Traits::make_blocking(o_);
+            while (!stop_.load(std::memory_order_relaxed)) {
+              const auto t0 = std::chrono::steady_clock::now();
+              error_code ec;
+              c->infer(v2::model_id(o_.model, o_.version), next_request(), ec);
+              record(t0, ec);
+            }
           }
+          std::lock_guard lock(mu_);
+          ++sync_done_;
+          cv_.notify_all();
         });
       return;
     }
@@ -234,17 +240,37 @@ class driver {
     }
   }
 
-  /// Ends the level: every slot finishes its request in flight.
+  /// Ends the level: every slot finishes its request in flight. A request that gets no answer
+  /// within the grace period (a model told by its input data to wait for days, a server that
+  /// stopped answering) ends the run instead of holding it forever.
   void stop() {
     stop_ = true;
+    const auto grace = std::max(std::chrono::milliseconds(30'000),
+                                std::chrono::milliseconds(4 * static_cast<std::int64_t>(o_.measurement_interval_ms)));
+    auto give_up = [&](std::size_t left) {
+      std::cout.flush();
+      std::cerr << "inferwire-perf: " << left << " request(s) still without a response "
+                << std::chrono::duration_cast<std::chrono::seconds>(grace).count()
+                << " s after the measurement ended; exiting (does the model wait on its input data? see "
+                   "--input-data)\n";
+      std::cerr.flush();
+      std::_Exit(1);
+    };
     if (!loops_.empty()) {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return active_.load() == 0; });
+      if (!cv_.wait_for(lock, grace, [this] { return active_.load() == 0; }))
+        give_up(static_cast<std::size_t>(active_.load()));
       lock.unlock();
       for (auto& l : loops_) l.work.reset();
+    } else if (!threads_.empty()) {  // blocking calls: each thread ends after its call
+      const auto until = std::chrono::steady_clock::now() + grace;
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_until(lock, until, [this] { return sync_done_ == threads_.size(); }))
+        give_up(threads_.size() - sync_done_);
     }
     for (auto& t : threads_) t.join();
     threads_.clear();
+    sync_done_ = 0;
     loops_.clear();  // clients first, then their io_contexts
   }
 
@@ -265,6 +291,7 @@ class driver {
   std::vector<std::thread> threads_;
   std::vector<loop> loops_;
   std::atomic<int> active_{0};
+  std::size_t sync_done_ = 0;  // blocking threads that ended (under mu_)
   std::mutex mu_;
   std::condition_variable cv_;
 };
