@@ -76,6 +76,16 @@ void still_serving(pb::GRPCInferenceService::Stub& stub, int http_port) {
 
 std::size_t threads_of(pid_t pid) { return hostile::status_kib(pid, "Threads"); }
 
+/// The requests of `model` waiting for an instance, from the server's metrics.
+int pending_requests(int metrics_port, const std::string& model) {
+  const std::string m = request(metrics_port, "GET", "/metrics").body;
+  const std::string key = "nv_inference_pending_request_count{model=\"" + model + "\"";
+  const auto at = m.find(key);
+  if (at == std::string::npos) return 0;
+  const auto end = m.find('\n', at);
+  return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
+}
+
 struct grpc_case {
   const char* name;
   std::function<void()> attack;
@@ -277,14 +287,7 @@ TEST_CASE("hostile: SIGTERM with gRPC calls running, a stream mid-request and id
     streams.push_back(std::move(os));
   }
   // Wait until the server holds the slow requests (one runs, the others wait for the instance).
-  const auto pending = [&] {
-    const std::string m = request(s.metrics_port(), "GET", "/metrics").body;
-    const std::string key = "nv_inference_pending_request_count{model=\"identity_slow\"";
-    const auto at = m.find(key);
-    if (at == std::string::npos) return 0;
-    const auto end = m.find('\n', at);
-    return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
-  };
+  const auto pending = [&] { return pending_requests(s.metrics_port(), "identity_slow"); };
   for (int i = 0; i < 500 && pending() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(pending() >= 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -347,14 +350,7 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
   auto stub = make_stub(s.grpc_port());
   const std::uint32_t forever = 0xFFFFFFFFu;
   // Requests queued for the model's one instance: with a request behind it, the first runs.
-  const auto queued = [&] {
-    const std::string m = request(s.metrics_port(), "GET", "/metrics").body;
-    const std::string key = "nv_inference_pending_request_count{model=\"repeat_int32\"";
-    const auto at = m.find(key);
-    if (at == std::string::npos) return 0;
-    const auto end = m.find('\n', at);
-    return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
-  };
+  const auto queued = [&] { return pending_requests(s.metrics_port(), "repeat_int32"); };
   struct open_stream {
     grpc::ClientContext ctx;
     std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
