@@ -403,7 +403,7 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
   CHECK(s.stop() == 0);
   const auto took = std::chrono::steady_clock::now() - t0;
   INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
-  CHECK(took < std::chrono::seconds(4));
+  CHECK(took < std::chrono::seconds(8));  // about 2 s: the timeout, then gRPC's second for what is left
   for (auto* os : {stays.get(), behind.get()}) {
     os->ctx.TryCancel();
     pb::ModelStreamInferResponse r;
