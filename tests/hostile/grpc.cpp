@@ -317,23 +317,33 @@ TEST_CASE("hostile: SIGTERM with gRPC calls running, a stream mid-request and id
 }
 
 namespace {
-/// repeat_int32 with one element IN = [v] that waits `delay_ms` before its response.
-pb::ModelInferRequest repeat_request(std::int32_t v, std::uint32_t delay_ms) {
+/// repeat_int32 with IN = `values`, each response after the matching wait of `delays_ms`.
+pb::ModelInferRequest repeat_request(std::vector<std::int32_t> values, std::vector<std::uint32_t> delays_ms) {
   pb::ModelInferRequest q;
   q.set_model_name("repeat_int32");
-  auto add = [&q](const char* name, const char* type, const void* data) {
+  auto add = [&q](const char* name, const char* type, const void* data, std::size_t n) {
     auto* in = q.add_inputs();
     in->set_name(name);
     in->set_datatype(type);
-    in->add_shape(1);
-    q.add_raw_input_contents(std::string(static_cast<const char*>(data), 4));
+    in->add_shape(static_cast<std::int64_t>(n));
+    q.add_raw_input_contents(std::string(static_cast<const char*>(data), 4 * n));
   };
   const std::uint32_t wait = 0;
-  add("IN", "INT32", &v);
-  add("DELAY", "UINT32", &delay_ms);
-  add("WAIT", "UINT32", &wait);
+  add("IN", "INT32", values.data(), values.size());
+  add("DELAY", "UINT32", delays_ms.data(), delays_ms.size());
+  add("WAIT", "UINT32", &wait, 1);
   (*q.mutable_parameters())["triton_enable_empty_final_response"].set_bool_param(true);
   return q;
+}
+
+/// The first OUT of a stream response.
+std::int32_t first_out(const pb::ModelStreamInferResponse& r) {
+  INFO(r.error_message());
+  REQUIRE(r.error_message().empty());
+  REQUIRE(r.infer_response().raw_output_contents_size() >= 1);
+  std::int32_t out = 0;
+  std::memcpy(&out, r.infer_response().raw_output_contents(0).data(), 4);
+  return out;
 }
 }  // namespace
 
@@ -362,32 +372,30 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
     REQUIRE(os->rw->Write(q));
     return os;
   };
-  const auto wait_until_queued = [&] {
+  // A request that answers its first element at once and then waits: once that answer is
+  // read, the request runs and holds the instance. A second request then waits for it.
+  const auto waiting_behind = [&](std::int32_t first, std::int32_t second) {
+    auto holder = open(repeat_request({first, first + 1}, {0, forever}));
+    pb::ModelStreamInferResponse r;
+    REQUIRE(holder->rw->Read(&r));
+    CHECK(first_out(r) == first);
+    auto behind = open(repeat_request({second}, {0}));
     for (int i = 0; i < 500 && queued() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     REQUIRE(queued() == 1);
+    return std::pair(std::move(holder), std::move(behind));
   };
 
   // A client asks for the long wait; a second request waits for the instance; the first
   // client goes away: the second runs.
-  auto long_wait = open(repeat_request(1, forever));
-  auto next = open(repeat_request(5, 0));
-  wait_until_queued();
-  long_wait->ctx.TryCancel();
   {
+    auto [long_wait, next] = waiting_behind(1, 5);
+    long_wait->ctx.TryCancel();
     pb::ModelStreamInferResponse r;
     while (long_wait->rw->Read(&r)) {
     }
     CHECK(long_wait->rw->Finish().error_code() == grpc::StatusCode::CANCELLED);
-  }
-  {
-    pb::ModelStreamInferResponse r;
     REQUIRE(next->rw->Read(&r));
-    INFO(r.error_message());
-    REQUIRE(r.error_message().empty());
-    REQUIRE(r.infer_response().raw_output_contents_size() >= 1);
-    std::int32_t out = 0;
-    std::memcpy(&out, r.infer_response().raw_output_contents(0).data(), 4);
-    CHECK(out == 5);
+    CHECK(first_out(r) == 5);
     next->rw->WritesDone();
     while (next->rw->Read(&r)) {
     }
@@ -396,9 +404,7 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
 
   // A client that asks for the long wait and stays, another request behind it: SIGTERM ends
   // the server after the exit timeout (1 s) all the same.
-  auto stays = open(repeat_request(2, forever));
-  auto behind = open(repeat_request(3, 0));
-  wait_until_queued();
+  auto [stays, behind] = waiting_behind(2, 3);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(s.stop() == 0);
   const auto took = std::chrono::steady_clock::now() - t0;
