@@ -418,3 +418,35 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
     (void)os->rw->Finish();
   }
 }
+
+// A decoupled request whose client does not read its responses: the model blocks once 16 of
+// them wait (HTTP/2 flow control holds the rest back). SIGTERM must still end the server.
+TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does not read", "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
+                    "--allow-grpc=true", "--grpc-port=0", "--exit-timeout-secs=1"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  auto stub = make_stub(s.grpc_port());
+  std::vector<std::int32_t> values(100000, 7);
+  std::vector<std::uint32_t> delays(values.size(), 0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto rw = stub->ModelStreamInfer(&ctx);
+  REQUIRE(rw->Write(repeat_request(values, delays)));
+  {
+    pb::ModelStreamInferResponse first;
+    REQUIRE(rw->Read(&first));  // the model runs; then nothing more is read
+    CHECK(first_out(first) == 7);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it fills the queue and waits
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(s.stop() == 0);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took < std::chrono::seconds(10));  // about 4.5 s: the timeout, gRPC's second, the calls' two
+  ctx.TryCancel();
+  pb::ModelStreamInferResponse r;
+  while (rw->Read(&r)) {
+  }
+  (void)rw->Finish();
+}
