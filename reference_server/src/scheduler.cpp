@@ -13,29 +13,37 @@ namespace inferwire::server {
 sequence_state* sequence_table::begin(const std::string& id, bool start,
                                       std::chrono::microseconds max_idle, bool& found) {
   std::lock_guard lock(mu_);
-  auto now = clock::now();
-  // Release idle sequences (the sequence batcher's max_sequence_idle_microseconds).
-  for (auto it = slots_.begin(); it != slots_.end();) {
-    if (now - it->second.last > max_idle) it = slots_.erase(it);
-    else ++it;
+  const auto now = clock::now();
+  // Release idle sequences (the sequence batcher's max_sequence_idle_microseconds): the least
+  // recently used come first.
+  while (!order_.empty() && now - order_.front().last > max_idle) erase(order_.begin());
+  auto it = by_id_.find(id);
+  found = it != by_id_.end();
+  if (!found && !start) return nullptr;
+  std::list<slot>::iterator s;
+  if (found) {
+    s = it->second;
+    order_.splice(order_.end(), order_, s);  // now the most recently used
+  } else {
+    s = order_.insert(order_.end(), slot{id, {}, now});
+    by_id_.emplace(s->id, s);
   }
-  auto it = slots_.find(id);
-  found = it != slots_.end();
   if (start) {
-    auto& s = slots_[id];
-    s.state = {};
-    s.state.started = true;
-    s.last = now;
-    return &s.state;
+    s->state = {};
+    s->state.started = true;
   }
-  if (!found) return nullptr;
-  it->second.last = now;
-  return &it->second.state;
+  s->last = now;
+  return &s->state;
 }
 
 void sequence_table::end(const std::string& id) {
   std::lock_guard lock(mu_);
-  slots_.erase(id);
+  if (auto it = by_id_.find(id); it != by_id_.end()) erase(it->second);
+}
+
+void sequence_table::erase(std::list<slot>::iterator it) {
+  by_id_.erase(std::string_view(it->id));
+  order_.erase(it);
 }
 
 // --- instances -----------------------------------------------------------------------------

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,11 +33,17 @@ class sequence_table {
 
  private:
   struct slot {
+    std::string id;
     sequence_state state;
     clock::time_point last;
   };
+  void erase(std::list<slot>::iterator it);
   std::mutex mu_;
-  std::unordered_map<std::string, slot> slots_;
+  /// Least recently used first, so that idle sequences are released from the front, in time
+  /// proportional to their number (a sweep of every sequence on each request made a client
+  /// that starts many sequences slow every request down); `by_id_`'s keys view the ids.
+  std::list<slot> order_;
+  std::unordered_map<std::string_view, std::list<slot>::iterator> by_id_;
 };
 
 /// Where a request waits (the dynamic batcher's queue policy, the schedule_policy extension):

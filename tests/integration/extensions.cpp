@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,39 @@ TEST_CASE("sequences: controls, correlation IDs and errors", "[sequence]") {
   REQUIRE(r.status == 200);
   auto res = decode(r);
   CHECK(res.outputs[0].data.size() == 4);
+}
+
+// The sequence batcher releases a sequence idle for max_sequence_idle_microseconds; one that
+// was continued meanwhile stays, whatever its place among those started before it.
+TEST_CASE("sequences: idle ones are released, those continued stay", "[sequence]") {
+  server_process s({"--model-repository", (std::filesystem::path(INFERWIRE_SOURCE_DIR) / "reference_server/models").string(),
+                    "--model-control-mode=explicit", "--load-model", "simple_sequence"},
+                   false);
+  const int port = s.http_port();
+  auto config = json::parse(request(port, "GET", "/v2/models/simple_sequence/config").body).as_object();
+  config["sequence_batching"].as_object()["max_sequence_idle_microseconds"] = 1000000;
+  const json::object load{{"parameters", json::object{{"config", json::serialize(config)}}}};
+  REQUIRE(request(port, "POST", "/v2/repository/models/simple_sequence/load", json::serialize(load)).status == 200);
+  auto call = [&](int id, const std::string& flags, int value) {
+    return request(port, "POST", "/v2/models/simple_sequence/infer",
+                   R"({"parameters":{"sequence_id":)" + std::to_string(id) + flags +
+                       R"(},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[)" +
+                       std::to_string(value) + "]}]}");
+  };
+  // simple_sequence: OUTPUT = (INPUT + START) * READY.
+  for (int id = 1; id <= 200; ++id) REQUIRE(out(call(id, R"(,"sequence_start":true)", 0)) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  CHECK(out(call(100, "", 5)) == 5);  // continued: it stays
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // 1.3 s after their start the others are gone, 0.7 s after its last request 100 is not.
+  for (int id : {1, 99, 101, 200}) {
+    const auto r = call(id, "", 5);
+    CHECK(r.status == 400);
+    CHECK(error_of(r).find("must specify the START flag on the first request of the sequence") != std::string::npos);
+  }
+  CHECK(out(call(100, R"(,"sequence_end":true)", 7)) == 7);
+  CHECK(call(100, "", 5).status == 400);  // ended
+  CHECK(out(call(1, R"(,"sequence_start":true)", 2)) == 3);  // an expired ID starts again
 }
 
 TEST_CASE("trace settings", "[trace]") {
