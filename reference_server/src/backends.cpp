@@ -456,7 +456,7 @@ status pause(const execution& e, std::chrono::milliseconds d) {
   for (;;) {
     if (waits_interrupted.load(std::memory_order_relaxed))
       return {errc::unavailable, "the server's exit timeout expired while model '" + e.config.name + "' waited"};
-    if (e.cancelled && *e.cancelled && (*e.cancelled)()) return {errc::cancelled, "the client cancelled the request"};
+    if (e.cancelled && *e.cancelled && (*e.cancelled)()) return cancelled_status();
     const auto now = std::chrono::steady_clock::now();
     if (now >= until) return {};
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, step));

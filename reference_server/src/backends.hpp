@@ -91,6 +91,10 @@ class backend {
   virtual bool on_gpu() const noexcept { return false; }
 };
 
+/// The status of a request whose client gave up (before it ran, while its model waited, or
+/// while a decoupled model still had responses to send).
+inline status cancelled_status() { return {errc::cancelled, "the client cancelled the request"}; }
+
 /// Waits `d` on behalf of `e`'s request, or less: the wait ends early when the request's client
 /// gives up or interrupt_waits() was called. Returns why it ended early, else no error.
 status pause(const execution& e, std::chrono::milliseconds d);

@@ -472,7 +472,7 @@ class request_run {
     e_.respond = [this, on_response](std::vector<v2::infer_output>&& outs) -> status {
       v2::infer_response resp;
       if (auto st = build(outs, resp)) return st;
-      if (!(*on_response)(std::move(resp))) return {errc::cancelled, "the client cancelled the request"};
+      if (!(*on_response)(std::move(resp))) return cancelled_status();
       return {};
     };
     return {};

@@ -17,8 +17,6 @@ std::uint64_t ns_since(clock::time_point t) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t).count());
 }
 
-status cancelled_status() { return {errc::cancelled, "the client cancelled the request"}; }
-
 // execute_request where nothing may escape: a failure (an allocation above all) is the call's.
 status execute_guarded(infer_call& call, const response_sink* sink,
                        const std::function<bool()>& cancelled) noexcept {
