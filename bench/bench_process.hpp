@@ -52,40 +52,47 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The fields of /proc/<p>/stat after the command name (field 3 first); empty when gone.
+inline std::vector<std::string> stat_fields(pid_t p) {
+  std::vector<std::string> f;
+  std::string s = read_file("/proc/" + std::to_string(p) + "/stat");
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return f;
+  std::istringstream in(s.substr(close + 2));
+  for (std::string field; in >> field;) f.push_back(field);
+  return f;
+}
+
+// Calls f(p, stat_fields(p)) for `pid` and, if `children`, for each process whose parent it is;
+// `fields` has at least 13 entries (fields 3-15) in every call.
+template <class F>
+void for_process_and_children(pid_t pid, bool children, F f) {
+  if (auto fields = stat_fields(pid); fields.size() >= 13) f(pid, fields);
+  if (!children) return;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t p = static_cast<pid_t>(std::stol(name));
+    const auto fields = stat_fields(p);
+    if (fields.size() >= 13 && std::stol(fields[1]) == pid) f(p, fields);  // field 4: the parent
+  }
+}
+
 // CPU seconds (user + system, all threads, exited ones included) of `pid`, and of its children
 // if `children`. The process's CPU-time clock (clock_getcpuclockid) counts in nanoseconds; the
 // clock ticks of /proc/<pid>/stat (10 ms each) are the fallback where that clock is refused.
 // A figure per request from ticks moves in steps of 0.5 us over 20,000 requests.
 inline double cpu_seconds(pid_t pid, bool children) {
   static const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  // The fields of /proc/<p>/stat after the command name (field 3 first); empty when gone.
-  auto stat_of = [](pid_t p) {
-    std::vector<std::string> f;
-    std::string s = read_file("/proc/" + std::to_string(p) + "/stat");
-    auto close = s.rfind(')');
-    if (close == std::string::npos) return f;
-    std::istringstream in(s.substr(close + 2));
-    for (std::string field; in >> field;) f.push_back(field);
-    return f;
-  };
-  auto cpu_of = [&](pid_t p, const std::vector<std::string>& f) -> double {
+  double total = 0;
+  for_process_and_children(pid, children, [&](pid_t p, const std::vector<std::string>& f) {
     clockid_t clock{};
     timespec t{};
     if (::clock_getcpuclockid(p, &clock) == 0 && ::clock_gettime(clock, &t) == 0)
-      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-    if (f.size() < 13) return 0;
-    return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / tick;  // fields 14, 15
-  };
-  double total = cpu_of(pid, stat_of(pid));
-  if (children) {
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      const pid_t p = static_cast<pid_t>(std::stol(name));
-      const auto f = stat_of(p);
-      if (f.size() >= 13 && std::stol(f[1]) == pid) total += cpu_of(p, f);  // field 4: the parent
-    }
-  }
+      total += static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+    else
+      total += static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) / tick;  // fields 14, 15
+  });
   return total;
 }
 
@@ -101,29 +108,15 @@ struct cpu_ticks {
     return *this;
   }
   /// The kernel's share of the whole, in percent (0 when nothing was counted).
-  double system_percent() const { return user + system ? 100.0 * static_cast<double>(system) / static_cast<double>(user + system) : 0; }
+  double system_percent() const {
+    return user + system ? 100.0 * static_cast<double>(system) / static_cast<double>(user + system) : 0;
+  }
 };
 inline cpu_ticks cpu_split(pid_t pid, bool children) {
-  auto of = [](pid_t p, pid_t parent) {
-    cpu_ticks t;
-    std::string s = read_file("/proc/" + std::to_string(p) + "/stat");
-    auto close = s.rfind(')');
-    if (close == std::string::npos) return t;
-    std::istringstream in(s.substr(close + 2));
-    std::vector<std::string> f;
-    for (std::string field; in >> field;) f.push_back(field);
-    if (f.size() < 13 || (parent && std::stol(f[1]) != parent)) return t;
-    t.user = std::stoll(f[11]);    // field 14
-    t.system = std::stoll(f[12]);  // field 15
-    return t;
-  };
-  cpu_ticks total = of(pid, 0);
-  if (children)
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      total += of(static_cast<pid_t>(std::stol(name)), pid);
-    }
+  cpu_ticks total;
+  for_process_and_children(pid, children, [&](pid_t, const std::vector<std::string>& f) {
+    total += {std::stoll(f[11]), std::stoll(f[12])};  // fields 14, 15
+  });
   return total;
 }
 
