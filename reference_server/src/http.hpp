@@ -115,6 +115,8 @@ reply json_reply(std::string body, unsigned status = 200);
 reply error_reply(unsigned code, std::string_view message);
 reply error_reply(const status& st);
 reply empty_reply(unsigned code);
+/// 413: the server's in-flight request memory (`budget`) has no room for this request.
+reply budget_reply(const byte_budget& budget);
 
 /// When a request's header and its body had arrived (HTTP_RECV_START and _END of a trace).
 struct receive_times {

@@ -31,6 +31,7 @@
 
 namespace inferwire::server {
 
+using rest::budget_reply;
 using rest::body_buffer;
 using rest::error_reply;
 using rest::reply;
@@ -341,9 +342,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     direct_body_.reset();
     body_charge_.reset();
     unread_body_ = true;
-    auto r = error_reply(413, "Request body too large: the server's in-flight request memory (" +
-                                  std::to_string(s_.body_budget.limit()) +
-                                  " bytes, --http-max-inflight-bytes) is exhausted; retry later");
+    auto r = budget_reply(s_.body_budget);
     r.close = true;
     write(std::move(r));
   }

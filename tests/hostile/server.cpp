@@ -5,6 +5,7 @@
 #include "../integration/harness.hpp"
 #include "proc.hpp"
 
+#include <inferwire/http/compression.hpp>
 #include <inferwire/shm/system_region.hpp>
 
 #include <boost/json/parse.hpp>
@@ -152,6 +153,32 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          auto r = c.read();
          REQUIRE(r);
          CHECK(r->status == 413);
+       }},
+      {"a compressed body that inflates past the in-flight budget is refused with 413",
+       [&](server_process&) {
+         // 12 KiB of gzip that inflates to 12 MiB of JSON: the inflated bytes count, as the
+         // body's do, for as long as the request lives (a queued request keeps them).
+         std::string inflated = simple_body("") + std::string(std::size_t{12} << 20, ' ');
+         std::string gz;
+         REQUIRE(inferwire::http::compress(inflated, inferwire::http::content_coding::gzip, gz));
+         REQUIRE(gz.size() < (std::size_t{1} << 20));
+         auto r = request(port, "POST", "/v2/models/simple/infer", gz, {{"Content-Encoding", "gzip"}});
+         CHECK(r.status == 413);
+         CHECK(error_of(r).find("--http-max-inflight-bytes") != std::string::npos);
+         // Within the budget, the same coding is served.
+         REQUIRE(inferwire::http::compress(simple_body(""), inferwire::http::content_coding::gzip, gz));
+         CHECK(request(port, "POST", "/v2/models/simple/infer", gz, {{"Content-Encoding", "gzip"}}).status == 200);
+       }},
+      {"JSON tensors that decode past the in-flight budget are refused with 413",
+       [&](server_process&) {
+         // 2 MiB of `0,` decode to 8 MiB of INT64, four times the body the connection charged.
+         std::string data;
+         data.reserve(std::size_t{2} << 20);
+         for (int i = 0; i < (1 << 20); ++i) data += i ? ",0" : "0";
+         auto r = request(port, "POST", "/v2/models/simple/infer",
+                          R"({"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[1048576],"data":[)" + data + "]}]}");
+         CHECK(r.status == 413);
+         CHECK(error_of(r).find("--http-max-inflight-bytes") != std::string::npos);
        }},
       {"label files outside the model folder are refused with one text",
        [&](server_process&) {
