@@ -810,8 +810,14 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
   if (o.grpc_max_connection_age_grace_ms)
     b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, *o.grpc_max_connection_age_grace_ms);
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_grpc_port ? 1 : 0);
+  // gRPC inflates a compressed message before any of the server's code sees it, and neither the
+  // quota nor the in-flight budget counts what it inflates: ~1 MB of gzip becomes a 900 MiB
+  // message. Operators facing untrusted clients can turn compression off; calls that use it
+  // then end with UNIMPLEMENTED before their message is read.
+  if (!o.grpc_compression)
+    for (auto algorithm : {GRPC_COMPRESS_DEFLATE, GRPC_COMPRESS_GZIP}) b.SetCompressionAlgorithmSupportStatus(algorithm, false);
   const auto& level = o.grpc_infer_response_compression_level;
-  if (level != "none")
+  if (level != "none" && o.grpc_compression)
     b.SetDefaultCompressionLevel(level == "low" ? GRPC_COMPRESS_LEVEL_LOW
                                  : level == "medium" ? GRPC_COMPRESS_LEVEL_MED
                                                      : GRPC_COMPRESS_LEVEL_HIGH);

@@ -232,6 +232,8 @@ int parse_options(int argc, char** argv, options& o) {
       ("grpc-infer-response-compression-level",
        po::value(&o.grpc_infer_response_compression_level)->default_value(o.grpc_infer_response_compression_level),
        "none, low, medium or high")
+      ("grpc-allow-compression", flag(&o.grpc_compression),
+       "accept and send gzip and deflate gRPC messages; false refuses compressed requests (UNIMPLEMENTED)")
       ("grpc-keepalive-time", optional_number(&o.grpc_keepalive_time_ms, "grpc-keepalive-time", 0, INT_MAX),
        "ms between keepalive pings")
       ("grpc-keepalive-timeout", optional_number(&o.grpc_keepalive_timeout_ms, "grpc-keepalive-timeout", 0, INT_MAX),

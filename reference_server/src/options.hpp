@@ -63,6 +63,9 @@ struct options {
   std::string grpc_server_key;
   std::string grpc_root_cert;
   std::string grpc_infer_response_compression_level = "none";
+  /// gzip and deflate on gRPC (both ways). gRPC decompresses a message before the server sees
+  /// it, where no in-flight budget counts it: false shuts that door to untrusted clients.
+  bool grpc_compression = true;
   std::optional<int> grpc_keepalive_time_ms;
   std::optional<int> grpc_keepalive_timeout_ms;
   std::optional<bool> grpc_keepalive_permit_without_calls;

@@ -450,3 +450,38 @@ TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does
   }
   (void)rw->Finish();
 }
+
+TEST_CASE("hostile: --grpc-allow-compression=false refuses compressed messages before inflating them",
+          "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models").string(),
+                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true", "--grpc-port=0",
+                    "--grpc-allow-compression=false"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  const pid_t pid = s.pid();
+  auto stub = make_stub(s.grpc_port());
+  still_serving(*stub, s.http_port());
+  REQUIRE(hostile::reset_peak(pid));
+  const auto before = hostile::peak_rss_mib(pid);
+  // 256 MiB of zeros: about 256 KB of gzip on the wire, which gRPC would inflate in full.
+  pb::ModelInferRequest q = simple_request();
+  q.set_raw_input_contents(0, std::string(std::size_t{256} << 20, '\0'));
+  for (auto algorithm : {GRPC_COMPRESS_GZIP, GRPC_COMPRESS_DEFLATE}) {
+    grpc::ClientContext ctx;
+    ctx.set_compression_algorithm(algorithm);
+    pb::ModelInferResponse r;
+    const auto st = stub->ModelInfer(&ctx, q, &r);
+    CHECK(st.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+    CHECK(st.error_message().find("is disabled") != std::string::npos);
+  }
+  CHECK(hostile::peak_rss_mib(pid) < before + 64);
+  // The same call uncompressed reaches the model (and its size check); the server serves on.
+  {
+    grpc::ClientContext ctx;
+    pb::ModelInferResponse r;
+    const auto st = stub->ModelInfer(&ctx, q, &r);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("input byte size mismatch") != std::string::npos);
+  }
+  still_serving(*stub, s.http_port());
+}
