@@ -592,7 +592,29 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     if (refuse_decoupled && c.decoupled)
       return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
     if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
+    if (!svc_.hold(call, typed_bytes(q, call.request)))
+      return {errc::unavailable, svc_.state().body_budget.exhausted_text()};
     return svc_.admit(call);
+  }
+
+  // What typed contents take once parsed: protobuf holds each element at its full width (an
+  // INT64 zero that came as one byte takes eight), and a conversion (narrowing, BOOL, BYTES)
+  // makes a second copy. A queued call keeps both, so they count against the in-flight budget
+  // as an HTTP request's JSON tensors do; raw contents are what arrived.
+  static std::uint64_t typed_bytes(const pb::ModelInferRequest& q, const v2::infer_request& r) {
+    std::uint64_t n = 0;
+    for (const auto& t : q.inputs()) {
+      if (!t.has_contents()) continue;
+      const pb::InferTensorContents& c = t.contents();
+      auto count = [](int k) { return static_cast<std::uint64_t>(k); };
+      n += count(c.bool_contents_size()) +
+           4 * (count(c.int_contents_size()) + count(c.uint_contents_size()) + count(c.fp32_contents_size())) +
+           8 * (count(c.int64_contents_size()) + count(c.uint64_contents_size()) + count(c.fp64_contents_size()));
+      for (const auto& b : c.bytes_contents()) n += sizeof b + b.size();
+    }
+    for (const auto& i : r.inputs)
+      if (i.data.owns()) n += i.data.size();
+    return n;
   }
 
   // Runs the call through the service; `done` gets the result on whichever thread ran it.

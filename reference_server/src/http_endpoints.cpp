@@ -112,9 +112,7 @@ reply empty_reply(unsigned code) {
   return r;
 }
 reply budget_reply(const byte_budget& budget) {
-  return error_reply(413, "Request body too large: the server's in-flight request memory (" +
-                              std::to_string(budget.limit()) +
-                              " bytes, --http-max-inflight-bytes) is exhausted; retry later");
+  return error_reply(413, "Request body too large: " + budget.exhausted_text());
 }
 
 /// An infer request in flight: the service's call (its shared-memory places hold their regions
@@ -122,15 +120,10 @@ reply budget_reply(const byte_budget& budget) {
 /// Its completion holds only a pointer to it (small enough for std::function to keep without
 /// allocating): the service calls it while it holds the call, and the reply takes a reference.
 struct endpoints::infer_job : infer_call, std::enable_shared_from_this<infer_job> {
-  explicit infer_job(byte_budget& budget) : made(budget) {}
   ~infer_job();
   request_t req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
-  /// What decoding made beyond the body, which the connection already charged: the inflated
-  /// body and input tensors decoded from JSON. A queued request holds these as long as its
-  /// body, so they count against the same in-flight budget.
-  byte_budget::charge made;
   v2::encoded_body encoded;
   std::shared_ptr<responder> out;  ///< where the reply goes (taken when it is sent)
   std::string_view accept;         ///< the request's Accept-Encoding (in `req`)
@@ -459,7 +452,7 @@ endpoints::infer_job::~infer_job() {
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
-  auto job = std::make_shared<infer_job>(s_.body_budget);
+  auto job = std::make_shared<infer_job>();
   // Step 1: the model.
   if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
   // Upstream's HTTP frontend refuses decoupled models with this text (gRPC's ModelInfer has
@@ -518,7 +511,7 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
   }
   if (*coding != inferwire::http::content_coding::identity) {
     if (auto e = inferwire::http::decompress(body, limits.max_input_size, job.inflated)) return e;
-    if (!job.made.add(job.inflated.capacity())) {
+    if (!svc_.hold(job, job.inflated.capacity())) {
       job.inflated = std::string();
       refusal = budget_reply(s_.body_budget);
       return {};
@@ -556,7 +549,7 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
   std::size_t decoded = 0;
   for (const auto& in : job.request.inputs)
     if (in.data.owns()) decoded += in.data.size();
-  if (decoded && !job.made.add(decoded)) {
+  if (!svc_.hold(job, decoded)) {
     refusal = budget_reply(s_.body_budget);
     return {};
   }

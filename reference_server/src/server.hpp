@@ -41,6 +41,12 @@ class byte_budget {
   void sub(std::uint64_t n) noexcept { used_.fetch_sub(n, std::memory_order_relaxed); }
   std::uint64_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
   std::uint64_t limit() const noexcept { return limit_; }
+  /// The text of a refusal for want of room: "the server's in-flight request memory (<limit>
+  /// bytes, --http-max-inflight-bytes) is exhausted; retry later".
+  std::string exhausted_text() const {
+    return "the server's in-flight request memory (" + std::to_string(limit_) +
+           " bytes, --http-max-inflight-bytes) is exhausted; retry later";
+  }
 
   /// The bytes one request holds.
   class charge {

@@ -237,6 +237,12 @@ status service::failed(const infer_call& call, status st) const {
   return st;
 }
 
+bool service::hold(infer_call& call, std::uint64_t bytes) const {
+  if (bytes == 0) return true;
+  if (!call.made) call.made.emplace(s_.body_budget);
+  return call.made->add(bytes);
+}
+
 status service::admit(infer_call& call) const {
   if (auto st = resolve_shared_memory(s_.shm, call.request, call.places)) return failed(call, std::move(st));
   if (auto st = validate_request(*call.model->config, call.request, call.batch_size))

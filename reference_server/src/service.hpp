@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct infer_call {
   std::function<void(status)> done;
   /// What the response's data views when the call ran in a dynamic batch.
   std::shared_ptr<const void> batch_data;
+  /// What decoding made beyond the bytes received (an inflated body, tensors decoded from JSON
+  /// or gRPC's typed contents), charged to the in-flight budget while the call lives.
+  std::optional<byte_budget::charge> made;
 };
 
 class service {
@@ -109,6 +113,9 @@ class service {
   status find_model(std::string_view name, std::string_view version, infer_call& call) const;
   /// Counts a failure of a call whose model was found (a decoding error, say) and returns it.
   status failed(const infer_call& call, status st) const;
+  /// Charges `bytes` that decoding made to the in-flight budget for the call's life (a queued
+  /// call keeps them as long as its body): false when the budget has no room for them.
+  bool hold(infer_call& call, std::uint64_t bytes) const;
   /// Shared memory and validation of the decoded request; a failure is counted.
   status admit(infer_call& call) const;
   /// Runs an admitted call: on the calling thread when it is small (runs_inline), otherwise on

@@ -485,3 +485,86 @@ TEST_CASE("hostile: --grpc-allow-compression=false refuses compressed messages b
   }
   still_serving(*stub, s.http_port());
 }
+
+// Typed contents take more memory once parsed than on the wire (an INT64 zero: one byte sent,
+// eight held), and a queued call keeps them: they count against the in-flight budget, as an
+// HTTP request's JSON tensors do. Contents already in their datatype's width are used in place.
+TEST_CASE("hostile: typed contents count against the in-flight budget", "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models").string(), "--model-repository",
+                    (source / "tests/integration/models").string(), "--model-control-mode=explicit",
+                    "--load-model", "simple", "--load-model", "identity_int64", "--load-model", "identity_fp32",
+                    "--allow-grpc=true", "--grpc-port=0", "--http-max-inflight-bytes=67108864"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  auto stub = make_stub(s.grpc_port());
+  auto typed = [](int elements, std::int64_t value) {
+    pb::ModelInferRequest q;
+    q.set_model_name("identity_int64");
+    auto* in = q.add_inputs();
+    in->set_name("INPUT0");
+    in->set_datatype("INT64");
+    in->add_shape(elements);
+    in->mutable_contents()->mutable_int64_contents()->Resize(elements, value);
+    return q;
+  };
+  const std::string exhausted =
+      "the server's in-flight request memory (67108864 bytes, --http-max-inflight-bytes) is exhausted; retry later";
+
+  // 16 MiB on the wire, 128 MiB once parsed: refused (UNAVAILABLE, as a full queue is).
+  const pb::ModelInferRequest big = typed(16 << 20, 0);
+  REQUIRE(big.ByteSizeLong() < (std::size_t{17} << 20));
+  {
+    grpc::ClientContext ctx;
+    pb::ModelInferResponse r;
+    const auto st = stub->ModelInfer(&ctx, big, &r);
+    CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(st.error_message() == exhausted);
+  }
+  // In a stream, the error is the response's and the stream goes on.
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->ModelStreamInfer(&ctx);
+    pb::ModelStreamInferResponse out;
+    REQUIRE(stream->Write(big));
+    REQUIRE(stream->Read(&out));
+    CHECK(out.error_message() == exhausted);
+    REQUIRE(stream->Write(simple_request()));
+    REQUIRE(stream->Read(&out));
+    CHECK(out.error_message().empty());
+    CHECK(last_sum(out.infer_response()) == 16);
+    stream->WritesDone();
+    CHECK(stream->Finish().ok());
+  }
+  // Within the budget, INT64 and FP32 contents are used in place, and come back as sent.
+  for (const char* model : {"identity_int64", "identity_fp32"}) {
+    INFO(model);
+    pb::ModelInferRequest q = typed(1 << 20, -3);
+    q.set_model_name(model);
+    if (std::string(model) == "identity_fp32") {
+      q.mutable_inputs(0)->set_datatype("FP32");
+      q.mutable_inputs(0)->mutable_contents()->clear_int64_contents();
+      q.mutable_inputs(0)->mutable_contents()->mutable_fp32_contents()->Resize(1 << 20, -3.5f);
+    }
+    grpc::ClientContext ctx;
+    pb::ModelInferResponse r;
+    const auto st = stub->ModelInfer(&ctx, q, &r);
+    REQUIRE(st.ok());
+    REQUIRE(r.raw_output_contents_size() == 1);
+    const std::string& raw = r.raw_output_contents(0);
+    REQUIRE(raw.size() == std::size_t{8} << 20 >> (model == std::string("identity_fp32") ? 1 : 0));
+    if (model == std::string("identity_int64")) {
+      std::int64_t first, last;
+      std::memcpy(&first, raw.data(), 8);
+      std::memcpy(&last, raw.data() + raw.size() - 8, 8);
+      CHECK(first == -3);
+      CHECK(last == -3);
+    } else {
+      float first, last;
+      std::memcpy(&first, raw.data(), 4);
+      std::memcpy(&last, raw.data() + raw.size() - 4, 4);
+      CHECK(first == -3.5f);
+      CHECK(last == -3.5f);
+    }
+  }
+  still_serving(*stub, s.http_port());
+}

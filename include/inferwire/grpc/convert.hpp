@@ -19,7 +19,10 @@
 
 #include "grpc_service.pb.h"
 
+#include <bit>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -86,6 +89,7 @@ inline status typed_contents(const pb::ModelInferRequest::InferInputTensor& in, 
       return false;
     }
     taken = true;
+    if (dt != data_type::bytes) out.reserve(static_cast<std::size_t>(count) * element_size(dt));
     append();
     return true;
   };
@@ -130,13 +134,38 @@ inline status typed_contents(const pb::ModelInferRequest::InferInputTensor& in, 
   return {};
 }
 
+// The typed contents of one input as the tensor's bytes, without a copy, where protobuf already
+// holds them so: one field set, of the datatype's own width (INT64 in int64_contents, FP32 in
+// fp32_contents, ...), on a little-endian host. Anything else (narrowing, BOOL, BYTES, a second
+// field) is converted by typed_contents, which also has every refusal.
+inline std::optional<std::span<const std::byte>> typed_view(const pb::InferTensorContents& c, data_type dt) {
+  if constexpr (std::endian::native != std::endian::little) return std::nullopt;
+  const int set = (c.bool_contents_size() > 0) + (c.int_contents_size() > 0) + (c.int64_contents_size() > 0) +
+                  (c.uint_contents_size() > 0) + (c.uint64_contents_size() > 0) + (c.fp32_contents_size() > 0) +
+                  (c.fp64_contents_size() > 0) + (c.bytes_contents_size() > 0);
+  if (set != 1) return std::nullopt;
+  auto bytes = [](const auto& field) -> std::optional<std::span<const std::byte>> {
+    if (field.empty()) return std::nullopt;
+    return std::as_bytes(std::span(field.data(), static_cast<std::size_t>(field.size())));
+  };
+  switch (dt) {
+    case data_type::int32: return bytes(c.int_contents());
+    case data_type::uint32: return bytes(c.uint_contents());
+    case data_type::int64: return bytes(c.int64_contents());
+    case data_type::uint64: return bytes(c.uint64_contents());
+    case data_type::fp32: return bytes(c.fp32_contents());
+    case data_type::fp64: return bytes(c.fp64_contents());
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace detail
 
 // --- server side ------------------------------------------------------------------------------
 
 /// Decodes `in` for model `model` with Triton's gRPC rules (v2-protocol §2.3). Input data
-/// from raw_input_contents are views of `in`, which must outlive `out`; typed contents are
-/// converted to raw bytes. Every output is requested binary (gRPC answers raw).
+/// from raw_input_contents, and typed contents already in the datatype's width, are views of
+/// `in`, which must outlive `out`; other typed contents are converted to raw bytes. Every output is requested binary (gRPC answers raw).
 inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_view model,
                                    v2::infer_request& out, const v2::codec_limits& limits = {}) {
   out.id = in.id();
@@ -226,9 +255,13 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
       return detail::invalid("contents field must not be specified when using raw_input_contents for '" +
                              t.name() + "' for model '" + std::string(model) + "'");
     if (t.has_contents()) {
+      i.encoding = v2::tensor_encoding::json;
+      if (auto view = detail::typed_view(t.contents(), i.datatype)) {
+        i.data = v2::tensor_data::view(*view);
+        continue;
+      }
       std::string bytes;
       if (auto st = detail::typed_contents(t, i.datatype, model, bytes)) return st;
-      i.encoding = v2::tensor_encoding::json;
       i.data = v2::tensor_data::own(std::move(bytes));
       continue;
     }
