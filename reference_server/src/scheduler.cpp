@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "scheduler.hpp"
 
+#include <atomic>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -121,6 +123,24 @@ bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers&
   return true;
 }
 
+namespace {
+std::atomic<bool> batches_flushed{false};
+}  // namespace
+
+void flush_batches() noexcept { batches_flushed.store(true, std::memory_order_relaxed); }
+
+void instance_gate::flush() {
+  {
+    std::lock_guard lock(mu_);
+    if (timer_ && timer_->at.time_since_epoch().count() != 0) {
+      ++timer_->generation;
+      timer_->at = {};
+    }
+    if (timer_) timer_->timer.cancel();
+  }
+  dispatch(false);
+}
+
 void instance_gate::release() {
   {
     std::lock_guard lock(mu_);
@@ -214,7 +234,7 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
     // batch already has the largest preferred size.
     const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
     const auto until = first->enqueued + max_delay_;
-    if (total < target && now < until) {
+    if (total < target && now < until && !batches_flushed.load(std::memory_order_relaxed)) {
       wake = until;
       return;
     }

@@ -104,6 +104,10 @@ class instance_gate {
   /// Called by the batch handler once its execution is over (before it reports, so the next
   /// batch does not wait for responses to be encoded): hands the instance to the next batch.
   void release();
+  /// After flush_batches(): runs what is queued now, without waiting for more requests to
+  /// fill a batch, and cancels the delay timer (a pending one would hold the execution pool,
+  /// and so the exit, until it fires: up to 2^40 us after the last delayed batch).
+  void flush();
 
  private:
   struct policy {
@@ -147,5 +151,10 @@ class instance_gate {
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;
 };
+
+/// From now on, in every model, a batch that could wait for more requests (its queue delay)
+/// runs at once: the server is draining, and a lone request would otherwise wait out a delay
+/// of up to 2^40 us. Call instance_gate::flush on each gate to run what already waits.
+void flush_batches() noexcept;
 
 }  // namespace inferwire::server

@@ -5,6 +5,7 @@
 #include "common.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <random>
 #include <thread>
@@ -299,4 +300,51 @@ TEST_CASE("sequence batching, oldest: sequences share executions, each row with 
   auto lost = post("/v2/models/oldest_accumulator/infer", sequence_body(99, 1, false, false));
   CHECK(lost.status == 400);
   CHECK(error_of(lost).find("must specify the START flag") != std::string::npos);
+}
+
+// A batch that waits for its queue delay (here the longest, 2^40 us, about 12 days) runs at once
+// when the server drains: nothing more will come to fill it. Its delay timer, still pending
+// after earlier batches filled up, does not hold the exit either.
+TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue delay, and exits at once",
+          "[batching][launch]") {
+  server_process s({"--model-control-mode=explicit", "--exit-timeout-secs=30"});
+  const int port = s.http_port();
+  const std::string config =
+      R"({"name":"batch_identity","backend":"identity","max_batch_size":8,)"
+      R"("input":[{"name":"INPUT0","data_type":"TYPE_INT32","dims":[-1]},{"name":"INPUT1","data_type":"TYPE_STRING","dims":[-1]}],)"
+      R"("output":[{"name":"OUTPUT0","data_type":"TYPE_INT32","dims":[-1]},{"name":"OUTPUT1","data_type":"TYPE_STRING","dims":[-1]}],)"
+      R"("dynamic_batching":{"max_queue_delay_microseconds":"9000000000000000000"}})";
+  REQUIRE(request(port, "POST", "/v2/repository/models/batch_identity/load",
+                  boost::json::serialize(boost::json::object{{"parameters", {{"config", config}}}}))
+              .status == 200);
+  // Eight requests fill a batch and run; the delay timer the first one armed stays pending.
+  {
+    std::vector<std::unique_ptr<connection>> full;
+    for (int i = 0; i < 8; ++i) {
+      full.push_back(std::make_unique<connection>(port));
+      full.back()->send(request_text("POST", "/v2/models/batch_identity/infer", mixed_request{i + 1}.body()));
+    }
+    for (auto& c : full) {
+      auto r = c->read();
+      REQUIRE(r);
+      CHECK(r->status == 200);
+    }
+  }
+  // A lone request waits for seven more.
+  connection lone(port);
+  lone.send(request_text("POST", "/v2/models/batch_identity/infer", mixed_request{42}.body()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(lone.readable_now());
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = -1;
+  std::thread stopper([&] { status = s.stop(); });
+  auto r = lone.read();
+  stopper.join();
+  CHECK(status == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  const auto want = mixed_request{42}.ints();
+  CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) ==
+        std::vector<std::int64_t>(want.begin(), want.end()));
 }
