@@ -135,7 +135,6 @@ int main(int argc, char** argv) {
     s.exiting = true;
     for (auto& l : listeners) stop_listener(*l);
     // Requests waiting for a batch to fill run now: nothing more is coming to fill it.
-    flush_batches();
     for (const auto& v : s.repository.ready_versions()) v->instances.flush();
     auto timer = std::make_shared<boost::asio::steady_timer>(*s.ios.front());
     drain(s, timer, std::chrono::steady_clock::now() + std::chrono::seconds(s.opts.exit_timeout_secs));

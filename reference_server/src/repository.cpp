@@ -156,6 +156,8 @@ std::vector<std::string> model_repository::scan_names() const {
 
 // Waits (bounded) until no request holds the old versions any more.
 void model_repository::drain(std::vector<std::shared_ptr<model_version>> old) {
+  // Requests queued for a batch run now: no new request reaches these versions to fill it.
+  for (const auto& v : old) v->instances.flush();
   std::vector<std::weak_ptr<model_version>> weak(old.begin(), old.end());
   old.clear();
   const auto deadline = clock::now() + std::chrono::seconds(60);

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "scheduler.hpp"
 
-#include <atomic>
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -123,15 +121,10 @@ bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers&
   return true;
 }
 
-namespace {
-std::atomic<bool> batches_flushed{false};
-}  // namespace
-
-void flush_batches() noexcept { batches_flushed.store(true, std::memory_order_relaxed); }
-
 void instance_gate::flush() {
   {
     std::lock_guard lock(mu_);
+    flushed_ = true;
     if (timer_ && timer_->at.time_since_epoch().count() != 0) {
       ++timer_->generation;
       timer_->at = {};
@@ -234,7 +227,7 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
     // batch already has the largest preferred size.
     const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
     const auto until = first->enqueued + max_delay_;
-    if (total < target && now < until && !batches_flushed.load(std::memory_order_relaxed)) {
+    if (total < target && now < until && !flushed_) {
       wake = until;
       return;
     }

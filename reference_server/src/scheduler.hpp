@@ -104,9 +104,10 @@ class instance_gate {
   /// Called by the batch handler once its execution is over (before it reports, so the next
   /// batch does not wait for responses to be encoded): hands the instance to the next batch.
   void release();
-  /// After flush_batches(): runs what is queued now, without waiting for more requests to
-  /// fill a batch, and cancels the delay timer (a pending one would hold the execution pool,
-  /// and so the exit, until it fires: up to 2^40 us after the last delayed batch).
+  /// From now on, batches do not wait for more requests (their queue delay): what is queued
+  /// runs now, and the delay timer is cancelled (a pending one would hold the execution pool,
+  /// and so the exit, until it fires: up to 2^40 us after the last delayed batch). For a
+  /// version that is leaving (unload, reload, shutdown): nothing more will come to fill a batch.
   void flush();
 
  private:
@@ -150,11 +151,7 @@ class instance_gate {
   const batch_handlers* handlers_ = nullptr;
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;
+  bool flushed_ = false;  ///< under mu_: flush() was called
 };
-
-/// From now on, in every model, a batch that could wait for more requests (its queue delay)
-/// runs at once: the server is draining, and a lone request would otherwise wait out a delay
-/// of up to 2^40 us. Call instance_gate::flush on each gate to run what already waits.
-void flush_batches() noexcept;
 
 }  // namespace inferwire::server

@@ -302,13 +302,11 @@ TEST_CASE("sequence batching, oldest: sequences share executions, each row with 
   CHECK(error_of(lost).find("must specify the START flag") != std::string::npos);
 }
 
-// A batch that waits for its queue delay (here the longest, 2^40 us, about 12 days) runs at once
-// when the server drains: nothing more will come to fill it. Its delay timer, still pending
-// after earlier batches filled up, does not hold the exit either.
-TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue delay, and exits at once",
-          "[batching][launch]") {
-  server_process s({"--model-control-mode=explicit", "--exit-timeout-secs=30"});
-  const int port = s.http_port();
+namespace {
+
+// batch_identity with the longest queue delay there is (2^40 us, about 12 days): a lone
+// request waits for seven more.
+void load_long_delay(int port) {
   const std::string config =
       R"({"name":"batch_identity","backend":"identity","max_batch_size":8,)"
       R"("input":[{"name":"INPUT0","data_type":"TYPE_INT32","dims":[-1]},{"name":"INPUT1","data_type":"TYPE_STRING","dims":[-1]}],)"
@@ -317,6 +315,27 @@ TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue de
   REQUIRE(request(port, "POST", "/v2/repository/models/batch_identity/load",
                   boost::json::serialize(boost::json::object{{"parameters", {{"config", config}}}}))
               .status == 200);
+}
+
+/// A lone request's reply carries its own rows.
+void check_lone_reply(const std::optional<reply>& r, int seed) {
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  const auto want = mixed_request{seed}.ints();
+  CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) ==
+        std::vector<std::int64_t>(want.begin(), want.end()));
+}
+
+}  // namespace
+
+// A batch that waits for its queue delay runs at once when the server drains: nothing more
+// will come to fill it. Its delay timer, still pending after earlier batches filled up, does
+// not hold the exit either.
+TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue delay, and exits at once",
+          "[batching][launch]") {
+  server_process s({"--model-control-mode=explicit", "--exit-timeout-secs=30"});
+  const int port = s.http_port();
+  load_long_delay(port);
   // Eight requests fill a batch and run; the delay timer the first one armed stays pending.
   {
     std::vector<std::unique_ptr<connection>> full;
@@ -330,7 +349,6 @@ TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue de
       CHECK(r->status == 200);
     }
   }
-  // A lone request waits for seven more.
   connection lone(port);
   lone.send(request_text("POST", "/v2/models/batch_identity/infer", mixed_request{42}.body()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -342,9 +360,21 @@ TEST_CASE("dynamic batching: SIGTERM runs a batch that waits out a long queue de
   stopper.join();
   CHECK(status == 0);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
-  REQUIRE(r);
-  CHECK(r->status == 200);
-  const auto want = mixed_request{42}.ints();
-  CHECK(ints_of(output_of(boost::json::parse(r->body), "OUTPUT0").at("data")) ==
-        std::vector<std::int64_t>(want.begin(), want.end()));
+  check_lone_reply(r, 42);
+}
+
+// The same for an unload (and so a reload): the leaving version gets no new request.
+TEST_CASE("dynamic batching: an unload runs a batch that waits out a long queue delay", "[batching][repository]") {
+  server_process s({"--model-control-mode=explicit"});
+  const int port = s.http_port();
+  load_long_delay(port);
+  connection lone(port);
+  lone.send(request_text("POST", "/v2/models/batch_identity/infer", mixed_request{7}.body()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(lone.readable_now());
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(request(port, "POST", "/v2/repository/models/batch_identity/unload").status == 200);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  check_lone_reply(lone.read(), 7);
+  CHECK(s.stop() == 0);
 }
