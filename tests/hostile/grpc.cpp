@@ -86,6 +86,15 @@ int pending_requests(int metrics_port, const std::string& model) {
   return std::atoi(m.substr(m.rfind(' ', end) + 1, end - m.rfind(' ', end) - 1).c_str());
 }
 
+/// The server's flags for `simple` alone, gRPC on a free port, plus `extra`.
+std::vector<std::string> simple_over_grpc(std::vector<std::string> extra) {
+  std::vector<std::string> flags{"--model-repository", (source / "reference_server/models").string(),
+                                 "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true",
+                                 "--grpc-port=0"};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
 struct grpc_case {
   const char* name;
   std::function<void()> attack;
@@ -94,10 +103,7 @@ struct grpc_case {
 }  // namespace
 
 TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the table", "[hostile][grpc]") {
-  server_process s({"--model-repository", (source / "reference_server/models").string(),
-                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true", "--grpc-port=0",
-                    "--strict-readiness=false"},
-                   false);
+  server_process s(simple_over_grpc({"--strict-readiness=false"}), false);
   REQUIRE(s.grpc_port() > 0);
   const pid_t pid = s.pid();
   auto stub = make_stub(s.grpc_port());
@@ -453,10 +459,7 @@ TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does
 
 TEST_CASE("hostile: --grpc-allow-compression=false refuses compressed messages before inflating them",
           "[hostile][grpc]") {
-  server_process s({"--model-repository", (source / "reference_server/models").string(),
-                    "--model-control-mode=explicit", "--load-model", "simple", "--allow-grpc=true", "--grpc-port=0",
-                    "--grpc-allow-compression=false"},
-                   false);
+  server_process s(simple_over_grpc({"--grpc-allow-compression=false"}), false);
   REQUIRE(s.grpc_port() > 0);
   const pid_t pid = s.pid();
   auto stub = make_stub(s.grpc_port());
