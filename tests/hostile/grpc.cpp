@@ -496,6 +496,7 @@ TEST_CASE("hostile: typed contents count against the in-flight budget", "[hostil
   server_process s({"--model-repository", (source / "reference_server/models").string(), "--model-repository",
                     (source / "tests/integration/models").string(), "--model-control-mode=explicit",
                     "--load-model", "simple", "--load-model", "identity_int64", "--load-model", "identity_fp32",
+                    "--load-model", "identity_bool",
                     "--allow-grpc=true", "--grpc-port=0", "--http-max-inflight-bytes=67108864"},
                    false);
   REQUIRE(s.grpc_port() > 0);
@@ -538,36 +539,47 @@ TEST_CASE("hostile: typed contents count against the in-flight budget", "[hostil
     stream->WritesDone();
     CHECK(stream->Finish().ok());
   }
-  // Within the budget, INT64 and FP32 contents are used in place, and come back as sent.
-  for (const char* model : {"identity_int64", "identity_fp32"}) {
+  // Within the budget, contents of their datatype's own width are used in place; each comes
+  // back as sent, element for element.
+  constexpr int n = 1 << 20;
+  auto round_trip = [&](const char* model, const char* datatype, auto fill) {
     INFO(model);
-    pb::ModelInferRequest q = typed(1 << 20, -3);
+    pb::ModelInferRequest q;
     q.set_model_name(model);
-    if (std::string(model) == "identity_fp32") {
-      q.mutable_inputs(0)->set_datatype("FP32");
-      q.mutable_inputs(0)->mutable_contents()->clear_int64_contents();
-      q.mutable_inputs(0)->mutable_contents()->mutable_fp32_contents()->Resize(1 << 20, -3.5f);
-    }
+    auto* in = q.add_inputs();
+    in->set_name("INPUT0");
+    in->set_datatype(datatype);
+    in->add_shape(n);
+    const std::string expected = fill(*in->mutable_contents());
     grpc::ClientContext ctx;
     pb::ModelInferResponse r;
     const auto st = stub->ModelInfer(&ctx, q, &r);
     REQUIRE(st.ok());
     REQUIRE(r.raw_output_contents_size() == 1);
-    const std::string& raw = r.raw_output_contents(0);
-    REQUIRE(raw.size() == std::size_t{8} << 20 >> (model == std::string("identity_fp32") ? 1 : 0));
-    if (model == std::string("identity_int64")) {
-      std::int64_t first, last;
-      std::memcpy(&first, raw.data(), 8);
-      std::memcpy(&last, raw.data() + raw.size() - 8, 8);
-      CHECK(first == -3);
-      CHECK(last == -3);
-    } else {
-      float first, last;
-      std::memcpy(&first, raw.data(), 4);
-      std::memcpy(&last, raw.data() + raw.size() - 4, 4);
-      CHECK(first == -3.5f);
-      CHECK(last == -3.5f);
+    CHECK(r.raw_output_contents(0) == expected);
+  };
+  auto as_bytes = [](const auto& values) {
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(values[0]));
+  };
+  round_trip("identity_int64", "INT64", [&](pb::InferTensorContents& c) {
+    std::vector<std::int64_t> v(n);
+    for (int i = 0; i < n; ++i) v[i] = std::int64_t{i} * 7 - 500000;
+    c.mutable_int64_contents()->Add(v.begin(), v.end());
+    return as_bytes(v);
+  });
+  round_trip("identity_fp32", "FP32", [&](pb::InferTensorContents& c) {
+    std::vector<float> v(n);
+    for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i) * 0.5f - 3.0f;
+    c.mutable_fp32_contents()->Add(v.begin(), v.end());
+    return as_bytes(v);
+  });
+  round_trip("identity_bool", "BOOL", [&](pb::InferTensorContents& c) {
+    std::string v(n, '\0');
+    for (int i = 0; i < n; ++i) {
+      v[i] = i % 3 == 0 ? '\1' : '\0';
+      c.add_bool_contents(i % 3 == 0);
     }
-  }
+    return v;
+  });
   still_serving(*stub, s.http_port());
 }

@@ -136,8 +136,8 @@ inline status typed_contents(const pb::ModelInferRequest::InferInputTensor& in, 
 
 // The typed contents of one input as the tensor's bytes, without a copy, where protobuf already
 // holds them so: one field set, of the datatype's own width (INT64 in int64_contents, FP32 in
-// fp32_contents, ...), on a little-endian host. Anything else (narrowing, BOOL, BYTES, a second
-// field) is converted by typed_contents, which also has every refusal.
+// fp32_contents, BOOL in bool_contents, ...), on a little-endian host. Anything else (narrowing,
+// BYTES, a second field) is converted by typed_contents, which also has every refusal.
 inline std::optional<std::span<const std::byte>> typed_view(const pb::InferTensorContents& c, data_type dt) {
   if constexpr (std::endian::native != std::endian::little) return std::nullopt;
   const int set = (c.bool_contents_size() > 0) + (c.int_contents_size() > 0) + (c.int64_contents_size() > 0) +
@@ -149,6 +149,9 @@ inline std::optional<std::span<const std::byte>> typed_view(const pb::InferTenso
     return std::as_bytes(std::span(field.data(), static_cast<std::size_t>(field.size())));
   };
   switch (dt) {
+    case data_type::bool_:  // protobuf keeps each as a one-byte bool, 0 or 1, as BOOL tensors are
+      if constexpr (sizeof(bool) != 1) return std::nullopt;
+      return bytes(c.bool_contents());
     case data_type::int32: return bytes(c.int_contents());
     case data_type::uint32: return bytes(c.uint_contents());
     case data_type::int64: return bytes(c.int64_contents());
