@@ -592,16 +592,16 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     if (refuse_decoupled && c.decoupled)
       return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
     if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
-    if (!svc_.hold(call, typed_bytes(q, call.request)))
+    if (!svc_.hold_decoded(call, parsed_typed_bytes(q)))
       return {errc::unavailable, svc_.state().body_budget.exhausted_text()};
     return svc_.admit(call);
   }
 
-  // What typed contents take once parsed: protobuf holds each element at its full width (an
-  // INT64 zero that came as one byte takes eight), and a conversion (narrowing, BOOL, BYTES)
-  // makes a second copy. A queued call keeps both, so they count against the in-flight budget
-  // as an HTTP request's JSON tensors do; raw contents are what arrived.
-  static std::uint64_t typed_bytes(const pb::ModelInferRequest& q, const v2::infer_request& r) {
+  // What typed contents take once protobuf parsed them: each element at its full width (an
+  // INT64 zero that came as one byte takes eight). A queued call keeps them, and the copy a
+  // conversion makes (narrowing, BYTES), so both count against the in-flight budget as an HTTP
+  // request's JSON tensors do; raw contents are what arrived.
+  static std::uint64_t parsed_typed_bytes(const pb::ModelInferRequest& q) {
     std::uint64_t n = 0;
     for (const auto& t : q.inputs()) {
       if (!t.has_contents()) continue;
@@ -612,8 +612,6 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
            8 * (count(c.int64_contents_size()) + count(c.uint64_contents_size()) + count(c.fp64_contents_size()));
       for (const auto& b : c.bytes_contents()) n += sizeof b + b.size();
     }
-    for (const auto& i : r.inputs)
-      if (i.data.owns()) n += i.data.size();
     return n;
   }
 

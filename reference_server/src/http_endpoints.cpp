@@ -546,10 +546,7 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
     memo.remember(message.substr(0, header_length), job.request, limits);
   }
   // JSON tensor data decodes to up to 4 times its text (`0,` is 8 bytes as INT64).
-  std::size_t decoded = 0;
-  for (const auto& in : job.request.inputs)
-    if (in.data.owns()) decoded += in.data.size();
-  if (!svc_.hold(job, decoded)) {
+  if (!svc_.hold_decoded(job)) {
     refusal = budget_reply(s_.body_budget);
     return {};
   }

@@ -125,11 +125,11 @@ void instance_gate::flush() {
   {
     std::lock_guard lock(mu_);
     flushed_ = true;
-    if (timer_ && timer_->at.time_since_epoch().count() != 0) {
+    if (timer_) {  // a wait already under way finds its generation stale
       ++timer_->generation;
       timer_->at = {};
+      timer_->timer.cancel();
     }
-    if (timer_) timer_->timer.cancel();
   }
   dispatch(false);
 }

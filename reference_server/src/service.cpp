@@ -243,6 +243,12 @@ bool service::hold(infer_call& call, std::uint64_t bytes) const {
   return call.made->add(bytes);
 }
 
+bool service::hold_decoded(infer_call& call, std::uint64_t beyond) const {
+  for (const auto& in : call.request.inputs)
+    if (in.data.owns()) beyond += in.data.size();
+  return hold(call, beyond);
+}
+
 status service::admit(infer_call& call) const {
   if (auto st = resolve_shared_memory(s_.shm, call.request, call.places)) return failed(call, std::move(st));
   if (auto st = validate_request(*call.model->config, call.request, call.batch_size))

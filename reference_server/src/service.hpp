@@ -116,6 +116,10 @@ class service {
   /// Charges `bytes` that decoding made to the in-flight budget for the call's life (a queued
   /// call keeps them as long as its body): false when the budget has no room for them.
   bool hold(infer_call& call, std::uint64_t bytes) const;
+  /// After decoding: holds the input tensors decoding made (JSON data, converted typed
+  /// contents; not views of the received bytes) plus `beyond`, what else the frontend's
+  /// decoding keeps (protobuf's parsed typed contents).
+  bool hold_decoded(infer_call& call, std::uint64_t beyond = 0) const;
   /// Shared memory and validation of the decoded request; a failure is counted.
   status admit(infer_call& call) const;
   /// Runs an admitted call: on the calling thread when it is small (runs_inline), otherwise on

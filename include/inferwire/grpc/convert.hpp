@@ -168,7 +168,8 @@ inline std::optional<std::span<const std::byte>> typed_view(const pb::InferTenso
 
 /// Decodes `in` for model `model` with Triton's gRPC rules (v2-protocol §2.3). Input data
 /// from raw_input_contents, and typed contents already in the datatype's width, are views of
-/// `in`, which must outlive `out`; other typed contents are converted to raw bytes. Every output is requested binary (gRPC answers raw).
+/// `in`, which must outlive `out`; other typed contents are converted to raw bytes. Every
+/// output is requested binary (gRPC answers raw).
 inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_view model,
                                    v2::infer_request& out, const v2::codec_limits& limits = {}) {
   out.id = in.id();
