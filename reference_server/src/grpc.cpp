@@ -359,6 +359,8 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
   class stream_call final : public rpc {
    public:
     static constexpr std::size_t max_queued = 16;
+    /// The largest request whose allocations request_ keeps for the next one.
+    static constexpr std::size_t kept_request_bytes = 16 * 1024;
 
     static void listen(inference_service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
       auto* c = new stream_call(svc, cq, std::move(gate));
@@ -411,6 +413,11 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       }
       // The request runs with its own hold on the stream, released once it is answered.
       auto call = std::make_shared<infer_call>();
+      // What protobuf allocated for a large request stays with the message when it is reused
+      // (cleared strings and repeated fields keep their capacity), outside the in-flight
+      // budget: 128 MiB sent once stayed for the stream's life. Such a message is let go before
+      // the next read.
+      renew_request_ = request_.ByteSizeLong() + parsed_typed_bytes(request_) > kept_request_bytes;
       status st = guarded([&] { return svc_.prepare(request_, *call); });
       empty_final_ = call->request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
       if (st) {
@@ -543,6 +550,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
 
     // Each operation holds the stream until its completion comes back.
     void start_read() {
+      if (std::exchange(renew_request_, false)) request_ = pb::ModelInferRequest();
       hold();
       if (!gate_->start([&] { stream_.Read(&request_, &read_ev_); })) release();
     }
@@ -568,6 +576,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
         over_ev_{this, over};
     std::atomic<int> holds_{0};
     pb::ModelInferRequest request_;
+    bool renew_request_ = false;  ///< request_ held a large request: start the next read afresh
     response_sink sink_;
     bool close_on_error_ = false;
     bool decoupled_ = false;
@@ -830,6 +839,10 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
   if (o.grpc_max_connection_age_grace_ms)
     b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, *o.grpc_max_connection_age_grace_ms);
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_grpc_port ? 1 : 0);
+  // Every open call costs the server 12-16 KiB (gRPC's call and stream, and a stream's state
+  // here) for a HEADERS frame of a few bytes, whether or not a message follows; HTTP/2's own
+  // default lets a connection open 2^31 of them.
+  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(o.grpc_max_concurrent_streams));
   // gRPC inflates a compressed message before any of the server's code sees it, and neither the
   // quota nor the in-flight budget counts what it inflates: ~1 MB of gzip becomes a 900 MiB
   // message. Operators facing untrusted clients can turn compression off; calls that use it

@@ -248,7 +248,10 @@ int parse_options(int argc, char** argv, options& o) {
       ("grpc-http2-max-ping-strikes", optional_number(&o.grpc_http2_max_ping_strikes, "grpc-http2-max-ping-strikes", 0, INT_MAX), "")
       ("grpc-max-connection-age", optional_number(&o.grpc_max_connection_age_ms, "grpc-max-connection-age", 0, INT_MAX), "")
       ("grpc-max-connection-age-grace",
-       optional_number(&o.grpc_max_connection_age_grace_ms, "grpc-max-connection-age-grace", 0, INT_MAX), "");
+       optional_number(&o.grpc_max_connection_age_grace_ms, "grpc-max-connection-age-grace", 0, INT_MAX), "")
+      ("grpc-max-concurrent-streams",
+       number(&o.grpc_max_concurrent_streams, "grpc-max-concurrent-streams", 1u, static_cast<unsigned>(INT_MAX)),
+       "calls one gRPC connection may have open at once; clients queue the others");
   po::options_description inert("accepted for tritonserver compatibility, without effect here");
   for (const auto& f : inert_flags()) {
     if (f.repeatable) inert.add_options()(f.name, po::value<std::vector<std::string>>()->composing(), f.why);

@@ -74,6 +74,10 @@ struct options {
   std::optional<int> grpc_http2_max_ping_strikes;
   std::optional<int> grpc_max_connection_age_ms;
   std::optional<int> grpc_max_connection_age_grace_ms;
+  /// HTTP/2 streams (calls) one gRPC connection may have open at once (ours). Each costs the
+  /// server 12-16 KiB for the few bytes of its HEADERS frame, so unbounded a connection could
+  /// hold gigabytes; clients queue calls beyond it.
+  unsigned grpc_max_concurrent_streams = 256;
 
   /// --trace-config settings of Triton's mode, as (setting, value), in order.
   std::vector<std::pair<std::string, std::string>> trace_config;

@@ -7,6 +7,7 @@
 
 #include "grpc_service.grpc.pb.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
@@ -172,6 +173,83 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
          ctx.TryCancel();
          writer.join();
          rw->Finish();
+       }},
+      {"10,000 calls opened without their message do not hold 12 KiB each",
+       [&] {
+         // Four connections each open 2,500 ModelInfer calls whose message never comes: headers
+         // of a few bytes that gRPC holds a call of 12 KiB for. A connection may have 256 open
+         // at once (--grpc-max-concurrent-streams); the client queues the rest.
+         const auto before = hostile::rss_mib(pid);
+         grpc::CompletionQueue cq;
+         std::vector<std::unique_ptr<grpc::GenericStub>> generic;
+         for (int i = 0; i < 4; ++i) {
+           grpc::ChannelArguments args;
+           args.SetInt("grpc.use_local_subchannel_pool", 1);
+           generic.push_back(std::make_unique<grpc::GenericStub>(grpc::CreateCustomChannel(
+               "127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials(), args)));
+         }
+         struct open_call {
+           grpc::ClientContext ctx;
+           std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+         };
+         std::vector<std::unique_ptr<open_call>> calls;
+         for (int i = 0; i < 10000; ++i) {
+           auto c = std::make_unique<open_call>();
+           c->call = generic[i % 4]->PrepareCall(&c->ctx, "/inference.GRPCInferenceService/ModelInfer", &cq);
+           c->call->StartCall(c.get());
+           calls.push_back(std::move(c));
+         }
+         // The calls the connections may open start at once; give gRPC time to open them.
+         void* tag = nullptr;
+         bool ok = false;
+         int started = 0;
+         while (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(2)) ==
+                grpc::CompletionQueue::GOT_EVENT)
+           started += ok ? 1 : 0;
+         const auto during = hostile::rss_mib(pid);
+         INFO(started << " calls started; server RSS " << before << " MiB before, " << during << " MiB with them open");
+         CHECK(started <= 4 * 256);
+         CHECK(during < before + 40);  // all 10,000 open took 117 MiB more
+         still_serving(*stub, s.http_port());
+         for (auto& c : calls) c->ctx.TryCancel();
+         cq.Shutdown();
+         while (cq.Next(&tag, &ok)) {
+         }
+       }},
+      {"a stream does not keep its large requests once they are answered",
+       [&] {
+         // Eight streams send one 48 MiB request each and stay open. What protobuf allocated for
+         // it stayed with each stream's reused message, outside the in-flight budget.
+         const auto before = hostile::rss_mib(pid);
+         auto q = simple_request();
+         q.mutable_raw_input_contents(0)->assign(std::size_t{48} << 20, '\1');
+         struct open_stream {
+           grpc::ClientContext ctx;
+           std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
+         };
+         std::vector<std::unique_ptr<open_stream>> streams;
+         for (int i = 0; i < 8; ++i) {
+           auto os = std::make_unique<open_stream>();
+           os->rw = stub->ModelStreamInfer(&os->ctx);
+           REQUIRE(os->rw->Write(q));
+           pb::ModelStreamInferResponse r;
+           REQUIRE(os->rw->Read(&r));
+           CHECK_THAT(r.error_message(), Catch::Matchers::Contains("input byte size mismatch"));
+           streams.push_back(std::move(os));
+         }
+         const auto idle = hostile::rss_mib(pid);
+         INFO("server RSS " << before << " MiB before, " << idle << " MiB with 8 idle streams");
+         CHECK(idle < before + 160);  // 384 MiB more when each stream kept its request
+         // The streams go on with small requests.
+         for (auto& os : streams) {
+           REQUIRE(os->rw->Write(simple_request()));
+           pb::ModelStreamInferResponse r;
+           REQUIRE(os->rw->Read(&r));
+           CHECK(r.error_message().empty());
+           CHECK(last_sum(r.infer_response()) == 16);
+           os->rw->WritesDone();
+           CHECK(os->rw->Finish().ok());
+         }
        }},
       {"error texts do not echo a 1 MiB model name",
        [&] {
