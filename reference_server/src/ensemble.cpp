@@ -16,6 +16,22 @@ class ensemble_backend final : public backend {
   explicit ensemble_backend(const model_repository& repo) : repo_(repo) {}
 
   status execute(execution& e) override {
+    // A step runs on the thread of the ensemble that calls it, and in explicit model control
+    // clients load ensembles: a chain of 20,000 that each call the next ended the server when a
+    // request reached its bottom (and a reload can close a cycle no load saw).
+    static thread_local int depth = 0;
+    if (depth >= max_ensemble_depth)
+      return {errc::internal, "ensemble '" + e.config.name + "' is nested deeper than " +
+                                     std::to_string(max_ensemble_depth) + " ensembles"};
+    ++depth;
+    struct leave {
+      ~leave() { --depth; }
+    } on_return;
+    return run(e);
+  }
+
+ private:
+  status run(execution& e) const {
     const auto& steps = e.config.proto.ensemble_scheduling().step();
     // Tensors by ensemble name; data are views into the request or into earlier steps'
     // responses, which live in `responses` until the end of this call.
@@ -62,7 +78,6 @@ class ensemble_backend final : public backend {
     return {};
   }
 
- private:
   status run_step(const inference::ModelEnsembling::Step& step,
                   std::map<std::string, v2::infer_input, std::less<>>& tensors,
                   std::deque<v2::infer_request>& requests,

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <set>
+#include <unordered_set>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -168,9 +169,39 @@ void model_repository::drain(std::vector<std::shared_ptr<model_version>> old) {
 
 // Whatever goes wrong while loading one model (an exception from a parser, an allocation,
 // a backend) fails that model, with the reason in its index entry; never the server.
+bool model_repository::leads_to(const std::string& from, const std::string& target) const {
+  std::shared_lock lock(mu_);
+  std::vector<const std::string*> todo{&from};
+  std::unordered_set<std::string_view> seen{from};
+  while (!todo.empty()) {
+    auto it = models_.find(*todo.back());
+    todo.pop_back();
+    if (it == models_.end()) continue;
+    const model_entry& e = it->second;
+    if (std::none_of(e.versions.begin(), e.versions.end(), [](const version_record& v) { return v.live != nullptr; }))
+      continue;
+    for (const auto& d : e.dependencies) {
+      if (d == target) return true;
+      if (seen.insert(d).second) todo.push_back(&d);
+    }
+  }
+  return false;
+}
+
+namespace {
+// The models whose loads are in progress on this thread, outermost first: an ensemble loads its
+// missing steps within its own load, so a cycle of ensembles on disk (a -> b -> a) recursed
+// until the stack ran out.
+thread_local std::vector<std::string_view> loading_chain;
+}  // namespace
+
 status model_repository::load_locked(const std::string& name,
                                      const std::optional<std::string>& config_override,
                                      const fs::path& files_dir, bool as_dependency) {
+  loading_chain.push_back(name);
+  struct leave {
+    ~leave() { loading_chain.pop_back(); }
+  } on_return;
   std::string why;
   try {
     return load_locked_unguarded(name, config_override, files_dir, as_dependency);
@@ -279,6 +310,14 @@ status model_repository::load_locked_unguarded(const std::string& name,
         dep_error = "ensemble '" + name + "' cannot use itself as a step";
         break;
       }
+      if (std::find(loading_chain.begin(), loading_chain.end(), step.model_name()) != loading_chain.end()) {
+        dep_error = "ensemble '" + name + "' would form a cycle through its step '" + step.model_name() + "'";
+        break;
+      }
+      if (loading_chain.size() > static_cast<std::size_t>(max_ensemble_depth)) {
+        dep_error = "ensemble '" + name + "' is nested deeper than " + std::to_string(max_ensemble_depth) + " ensembles";
+        break;
+      }
       status fs_;
       if (find(step.model_name(), "", fs_)) continue;
       if (auto ds = load_locked(step.model_name(), std::nullopt, {}, true)) {
@@ -286,6 +325,14 @@ status model_repository::load_locked_unguarded(const std::string& name,
         break;
       }
     }
+    // A loaded ensemble may already lead back here: reloading A as A -> B, where B -> A, made a
+    // cycle that every request to A or B would have run around.
+    if (dep_error.empty())
+      for (const auto& d : deps)
+        if (leads_to(d, name)) {
+          dep_error = "ensemble '" + name + "' would form a cycle through its step '" + d + "'";
+          break;
+        }
   }
 
   std::vector<version_record> fresh;

@@ -29,6 +29,10 @@
 
 namespace inferwire::server {
 
+/// How deep ensembles may nest (an ensemble whose step is an ensemble ...): a step runs within
+/// its caller, on its thread's stack, and loads its missing steps within its own load.
+inline constexpr int max_ensemble_depth = 32;
+
 enum class model_state { unknown, ready, unavailable, loading, unloading };
 std::string_view state_name(model_state s) noexcept;
 
@@ -132,6 +136,9 @@ class model_repository {
     return it == models_.end() ? none : it->second.versions;
   }
   std::vector<std::string> scan_names() const;
+  /// Whether `from`, a model with a live version, uses `target` through the steps of loaded
+  /// ensembles (directly or further down).
+  bool leads_to(const std::string& from, const std::string& target) const;
   status load_locked(const std::string& name, const std::optional<std::string>& config_override,
                      const std::filesystem::path& files_dir, bool as_dependency);
   status load_locked_unguarded(const std::string& name,

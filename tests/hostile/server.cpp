@@ -45,6 +45,16 @@ struct hostile_repo {
              fs::copy_options::recursive);
     fs::create_directories(dir / "bad_utf8/1");
     std::ofstream(dir / "bad_utf8/config.pbtxt") << "name: \"bad_utf8\"\nbackend: \"m\xc0\xa7\"\n";
+    // Two ensembles on disk that use each other.
+    for (const auto& [name, step] : {std::pair{"disk_cycle_a", "disk_cycle_b"}, std::pair{"disk_cycle_b", "disk_cycle_a"}}) {
+      fs::create_directories(dir / name / "1");
+      std::ofstream(dir / name / "config.pbtxt")
+          << "name: \"" << name << "\"\nplatform: \"ensemble\"\nmax_batch_size: 8\n"
+          << "input [ { name: \"INPUT0\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n"
+          << "output [ { name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ 16 ] } ]\n"
+          << "ensemble_scheduling { step [ { model_name: \"" << step << "\" model_version: -1 "
+          << "input_map { key: \"INPUT0\" value: \"INPUT0\" } output_map { key: \"OUTPUT0\" value: \"OUTPUT0\" } } ] }\n";
+    }
   }
   ~hostile_repo() {
     std::error_code ec;
@@ -327,6 +337,84 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
                           simple_body(R"(,{"name":")" + name + R"(","datatype":"INT32","shape":[1],"data":[1]})"));
          CHECK(r.status == 400);
          CHECK(r.body.size() < 10000);
+       }},
+      {"ensembles nested past 32 are refused, not run into the stack",
+       [&](server_process&) {
+         // chain1 calls chain2 ... chain40 calls simple. Each level ran on the caller's stack:
+         // 20,000 levels loaded by a client ended the server.
+         auto chain = [](int i) { return "chain" + std::to_string(i); };
+         auto tensors = [](const char* name) {
+           return json::array{json::object{{"name", std::string(name) + "0"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}},
+                              json::object{{"name", std::string(name) + "1"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}}};
+         };
+         for (int i = 40; i >= 1; --i) {
+           const json::object step{{"model_name", i == 40 ? std::string("simple") : chain(i + 1)},
+                                   {"model_version", -1},
+                                   {"input_map", json::object{{"INPUT0", "INPUT0"}, {"INPUT1", "INPUT1"}}},
+                                   {"output_map", json::object{{"OUTPUT0", "OUTPUT0"}, {"OUTPUT1", "OUTPUT1"}}}};
+           const json::object config{{"name", chain(i)},
+                                     {"platform", "ensemble"},
+                                     {"max_batch_size", 8},
+                                     {"input", tensors("INPUT")},
+                                     {"output", tensors("OUTPUT")},
+                                     {"ensemble_scheduling", json::object{{"step", json::array{step}}}}};
+           const auto body = json::serialize(json::object{
+               {"parameters", json::object{{"config", json::serialize(config)}, {"file:1/empty", "eA=="}}}});
+           REQUIRE(request(port, "POST", "/v2/repository/models/" + chain(i) + "/load", body).status == 200);
+         }
+         auto top = request(port, "POST", "/v2/models/chain1/infer", simple_body());
+         CHECK(top.status == 500);
+         CHECK(error_of(top) == "ensemble 'chain33' is nested deeper than 32 ensembles");
+         CHECK(request(port, "POST", "/v2/models/chain8/infer", simple_body()).status == 500);
+         auto within = request(port, "POST", "/v2/models/chain9/infer", simple_body());  // 32 levels
+         REQUIRE(within.status == 200);
+         const json::value outputs = json::parse(within.body).at("outputs");
+         for (const auto& o : outputs.as_array())
+           if (o.at("name").as_string() == "OUTPUT0") CHECK(o.at("data").as_array().at(15).to_number<int>() == 16);
+         for (int i = 1; i <= 40; ++i)
+           CHECK(request(port, "POST", "/v2/repository/models/" + chain(i) + "/unload", "").status == 200);
+       }},
+      {"two ensembles on disk that use each other are refused, not loaded around the cycle",
+       [&](server_process&) {
+         // Each loaded the other as a missing step, within its own load, until the stack ran out.
+         auto r = request(port, "POST", "/v2/repository/models/disk_cycle_a/load", "");
+         CHECK(r.status == 400);
+         CHECK_THAT(error_of(r), Catch::Matchers::Contains("would form a cycle through its step"));
+         CHECK(request(port, "GET", "/v2/models/disk_cycle_a/ready").status == 400);
+       }},
+      {"a reload that would close a cycle of ensembles is refused",
+       [&](server_process&) {
+         // cycle_a -> simple, cycle_b -> cycle_a, then cycle_a reloaded as cycle_a -> cycle_b:
+         // every request to either would have run around the cycle.
+         auto load = [&](const std::string& name, const std::string& step) {
+           const json::object config{
+               {"name", name},
+               {"platform", "ensemble"},
+               {"max_batch_size", 8},
+               {"input", json::array{json::object{{"name", "INPUT0"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}},
+                                     json::object{{"name", "INPUT1"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}}}},
+               {"output", json::array{json::object{{"name", "OUTPUT0"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}},
+                                      json::object{{"name", "OUTPUT1"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}}}},
+               {"ensemble_scheduling",
+                json::object{{"step", json::array{json::object{
+                                          {"model_name", step},
+                                          {"model_version", -1},
+                                          {"input_map", json::object{{"INPUT0", "INPUT0"}, {"INPUT1", "INPUT1"}}},
+                                          {"output_map", json::object{{"OUTPUT0", "OUTPUT0"}, {"OUTPUT1", "OUTPUT1"}}}}}}}}};
+           return request(port, "POST", "/v2/repository/models/" + name + "/load",
+                          json::serialize(json::object{{"parameters", json::object{{"config", json::serialize(config)},
+                                                                                   {"file:1/empty", "eA=="}}}}));
+         };
+         REQUIRE(load("cycle_a", "simple").status == 200);
+         REQUIRE(load("cycle_b", "cycle_a").status == 200);
+         CHECK(request(port, "POST", "/v2/models/cycle_b/infer", simple_body()).status == 200);
+         auto closing = load("cycle_a", "cycle_b");
+         CHECK(closing.status == 400);
+         CHECK_THAT(error_of(closing), Catch::Matchers::Contains(
+                                           "ensemble 'cycle_a' would form a cycle through its step 'cycle_b'"));
+         CHECK(request(port, "POST", "/v2/models/cycle_b/infer", simple_body()).status != 200);
+         request(port, "POST", "/v2/repository/models/cycle_b/unload", "");
+         request(port, "POST", "/v2/repository/models/cycle_a/unload", "");
        }},
       {"a JSON tensor is not sized by its announced shape",
        [&](server_process&) {
