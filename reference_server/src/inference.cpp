@@ -350,6 +350,9 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
   return in;
 }
 
+// The longest string correlation ID a sequence may have.
+constexpr std::size_t max_sequence_id_bytes = 1024;
+
 // The correlation ID of a sequence request (`sequence_id`: uint64, int64 or string).
 void read_sequence_id(const v2::infer_request& r, std::string& text, std::uint64_t& number, bool& string_id) {
   const auto* idp = r.parameters.find("sequence_id");
@@ -424,6 +427,11 @@ class request_run {
     if (id_text.empty() || (!string_id && id_number == 0))
       return {errc::invalid_arg, pfx + "inference request to model '" + c_.name +
                                      "' must specify a non-zero or non-empty correlation ID"};
+    // A live sequence keeps its ID until it ends or idles out, long after the request that
+    // brought it: 300 sequences started with 4 MiB IDs held 1 GiB.
+    if (id_text.size() > max_sequence_id_bytes)
+      return {errc::invalid_arg, pfx + "sequence ID has " + std::to_string(id_text.size()) + " bytes, more than the " +
+                                     std::to_string(max_sequence_id_bytes) + " allowed"};
     const auto* corrid = c_.sequence->find(control_kind::corrid);
     if (corrid && string_id && corrid->datatype != data_type::bytes)
       return {errc::invalid_arg, pfx + "sequence batching control '" + corrid->input + "' of model '" +
@@ -433,9 +441,12 @@ class request_run {
     const bool seq_start = r_.parameters.get<bool>("sequence_start").value_or(false);
     sequence_end_ = r_.parameters.get<bool>("sequence_end").value_or(false);
     sequence_key_ = (string_id ? "s:" : "u:") + id_text;
-    bool found = false;
+    bool found = false, full = false;
     e_.sequence = model_.sequences.begin(sequence_key_, seq_start,
-                                         std::chrono::microseconds(c_.sequence->max_idle_us), found);
+                                         std::chrono::microseconds(c_.sequence->max_idle_us), found, full);
+    if (full)
+      return {errc::unavailable, pfx + "model '" + c_.name + "' has " + std::to_string(sequence_table::max_live) +
+                                     " live sequences, the most it keeps; end sequences or let idle ones expire"};
     if (!e_.sequence)
       return {errc::invalid_arg, pfx + "inference request for sequence " + id_text + " to model '" + c_.name +
                                      "' must specify the START flag on the first request of the sequence"};

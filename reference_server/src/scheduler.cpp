@@ -11,8 +11,9 @@ namespace inferwire::server {
 // --- sequences -----------------------------------------------------------------------------
 
 sequence_state* sequence_table::begin(const std::string& id, bool start,
-                                      std::chrono::microseconds max_idle, bool& found) {
+                                      std::chrono::microseconds max_idle, bool& found, bool& full) {
   std::lock_guard lock(mu_);
+  full = false;
   const auto now = clock::now();
   // Release idle sequences (the sequence batcher's max_sequence_idle_microseconds): the least
   // recently used come first.
@@ -25,6 +26,10 @@ sequence_state* sequence_table::begin(const std::string& id, bool start,
     s = it->second;
     order_.splice(order_.end(), order_, s);  // now the most recently used
   } else {
+    if (order_.size() >= max_live) {
+      full = true;
+      return nullptr;
+    }
     s = order_.insert(order_.end(), slot{id, {}, now});
     by_id_.emplace(s->id, s);
   }

@@ -25,10 +25,16 @@ namespace inferwire::server {
 /// Live sequences of one model version, keyed by correlation ID (v2-protocol §7).
 class sequence_table {
  public:
-  /// Starts or continues the sequence `id` (its text form). Errors: a continuing request
-  /// whose sequence is unknown (never started, ended or idle longer than `max_idle`).
+  /// The most sequences one model version keeps live at once. A sequence lives until it ends
+  /// or idles out, and a model's max_sequence_idle_microseconds may be long (a client may load
+  /// the model in explicit model control): each START would otherwise have been kept.
+  static constexpr std::size_t max_live = 65536;
+
+  /// Starts or continues the sequence `id` (its text form). Null when a continuing request's
+  /// sequence is unknown (never started, ended or idle longer than `max_idle`: `found` false),
+  /// or when a new sequence would exceed max_live (`full` true).
   sequence_state* begin(const std::string& id, bool start, std::chrono::microseconds max_idle,
-                        bool& found);
+                        bool& found, bool& full);
   void end(const std::string& id);
 
  private:

@@ -382,6 +382,61 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          CHECK_THAT(error_of(r), Catch::Matchers::Contains("would form a cycle through its step"));
          CHECK(request(port, "GET", "/v2/models/disk_cycle_a/ready").status == 400);
        }},
+      {"sequences: IDs of at most 1 KiB, at most 65,536 live per model",
+       [&](server_process&) {
+         // A live sequence keeps its ID until it ends or idles out: 300 sequences started with
+         // 4 MiB IDs held 1 GiB. And a model loaded with a long idle time kept every START.
+         // simple_sequence's configuration with a 600 s idle time.
+         const std::string config =
+             R"({"name":"long_sequence","backend":"sequence","max_batch_size":8,)"
+             R"("sequence_batching":{"max_sequence_idle_microseconds":600000000,"control_input":[)"
+             R"({"name":"START","control":[{"kind":"CONTROL_SEQUENCE_START","int32_false_true":[0,1]}]},)"
+             R"({"name":"READY","control":[{"kind":"CONTROL_SEQUENCE_READY","int32_false_true":[0,1]}]}]},)"
+             R"("input":[{"name":"INPUT","data_type":"TYPE_INT32","dims":[1]}],)"
+             R"("output":[{"name":"OUTPUT","data_type":"TYPE_INT32","dims":[1]}],"instance_group":[{"kind":"KIND_CPU"}]})";
+         const auto body = json::serialize(
+             json::object{{"parameters", json::object{{"config", config}, {"file:1/empty", "eA=="}}}});
+         REQUIRE(request(port, "POST", "/v2/repository/models/long_sequence/load", body).status == 200);
+         auto start = [](const std::string& id_json, bool end = false) {
+           return R"({"parameters":{"sequence_id":)" + id_json + R"(,"sequence_start":true)" +
+                  (end ? R"(,"sequence_end":true)" : "") +
+                  R"(},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]})";
+         };
+         auto r = request(port, "POST", "/v2/models/long_sequence/infer", start('"' + std::string(1025, 'q') + '"'));
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "[request id: <id_unknown>] sequence ID has 1025 bytes, more than the 1024 allowed");
+         CHECK(request(port, "POST", "/v2/models/long_sequence/infer", start('"' + std::string(1024, 'q') + '"', true)).status == 200);
+         // 65,536 sequences started (pipelined, a thousand at a time), then one more.
+         connection c(port);
+         int refused = 0;
+         for (int first = 1; first <= 65536; first += 1000) {
+           const int last = std::min(first + 999, 65536);
+           std::string batch;
+           for (int id = first; id <= last; ++id) {
+             const std::string b = start(std::to_string(id));
+             batch += "POST /v2/models/long_sequence/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                      std::to_string(b.size()) + "\r\n\r\n" + b;
+           }
+           c.send(batch);
+           for (int id = first; id <= last; ++id) {
+             auto reply = c.read();
+             REQUIRE(reply);
+             refused += reply->status == 200 ? 0 : 1;
+           }
+         }
+         CHECK(refused == 0);
+         auto over = request(port, "POST", "/v2/models/long_sequence/infer", start("70000"));
+         CHECK(over.status == 503);
+         CHECK(error_of(over) ==
+               "[request id: <id_unknown>] model 'long_sequence' has 65536 live sequences, the most it keeps; end "
+               "sequences or let idle ones expire");
+         // Ending one makes room; the sequences that live go on.
+         CHECK(request(port, "POST", "/v2/models/long_sequence/infer",
+                       R"({"parameters":{"sequence_id":7,"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]})")
+                   .status == 200);
+         CHECK(request(port, "POST", "/v2/models/long_sequence/infer", start("70000")).status == 200);
+         CHECK(request(port, "POST", "/v2/repository/models/long_sequence/unload", "").status == 200);
+       }},
       {"a reload that would close a cycle of ensembles is refused",
        [&](server_process&) {
          // cycle_a -> simple, cycle_b -> cycle_a, then cycle_a reloaded as cycle_a -> cycle_b:
