@@ -167,8 +167,6 @@ void model_repository::drain(std::vector<std::shared_ptr<model_version>> old) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
-// Whatever goes wrong while loading one model (an exception from a parser, an allocation,
-// a backend) fails that model, with the reason in its index entry; never the server.
 bool model_repository::leads_to(const std::string& from, const std::string& target) const {
   std::shared_lock lock(mu_);
   std::vector<const std::string*> todo{&from};
@@ -195,6 +193,8 @@ namespace {
 thread_local std::vector<std::string_view> loading_chain;
 }  // namespace
 
+// Whatever goes wrong while loading one model (an exception from a parser, an allocation,
+// a backend) fails that model, with the reason in its index entry; never the server.
 status model_repository::load_locked(const std::string& name,
                                      const std::optional<std::string>& config_override,
                                      const fs::path& files_dir, bool as_dependency) {
