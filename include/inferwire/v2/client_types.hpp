@@ -47,12 +47,25 @@ class infer_result_base {
   }
   /// A typed view of a fixed-size output; throws std::out_of_range or std::invalid_argument.
   template <tensor_element T>
-  tensor_view<T> as(std::string_view name) const {
+  tensor_view<T> as(std::string_view name) const& {
     return output(name).as<T>();
   }
+  /// The same of a temporary result (`auto v = client.infer(...).as<float>("OUTPUT0")`): a
+  /// copy of the elements, since a view would outlive the result it points into.
+  template <tensor_element T>
+  std::vector<T> as(std::string_view name) && {
+    const tensor_view<T> v = output(name).as<T>();
+    return std::vector<T>(v.begin(), v.end());
+  }
   /// The elements of a BYTES output (views).
-  std::vector<std::string_view> strings(std::string_view name) const {
+  std::vector<std::string_view> strings(std::string_view name) const& {
     return v2::strings(output(name));
+  }
+  /// The same of a temporary result: copies of the elements.
+  std::vector<std::string> strings(std::string_view name) && {
+    std::vector<std::string> out;
+    for (std::string_view e : v2::strings(output(name))) out.emplace_back(e);
+    return out;
   }
 
  protected:

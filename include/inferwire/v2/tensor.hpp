@@ -11,9 +11,10 @@
 //   ...
 //   for (std::int32_t x : response.output("OUTPUT0")->as<std::int32_t>()) ...
 //
-// Fixed-size inputs made from spans refer to the caller's memory, which must stay valid until
-// the request has been sent (the clients write it straight from there). BYTES inputs are
-// serialised (4-byte little-endian length before each element) into storage the input owns.
+// Fixed-size inputs made from spans or containers refer to the caller's memory, which must stay
+// valid until the request has been sent (the clients write it straight from there); one made
+// from a temporary container owns a copy. BYTES inputs are serialised (4-byte little-endian
+// length before each element) into storage the input owns.
 #ifndef INFERWIRE_V2_TENSOR_HPP
 #define INFERWIRE_V2_TENSOR_HPP
 
@@ -68,6 +69,21 @@ infer_input make_input(std::string name, const R& data, shape_t shape,
   return make_input(std::move(name), std::span<const T>(std::ranges::data(data),
                                                         std::ranges::size(data)),
                     std::move(shape), encoding);
+}
+
+/// The same for a temporary container (`make_input("X", std::vector<float>(16), {16})`): its
+/// elements are copied into storage the input owns, since a view of them would dangle once the
+/// expression ends.
+template <std::ranges::contiguous_range R>
+  requires tensor_element<std::ranges::range_value_t<R>> && (!std::is_lvalue_reference_v<R>) &&
+           (!std::ranges::borrowed_range<R>)
+infer_input make_input(std::string name, R&& data, shape_t shape,
+                       tensor_encoding encoding = tensor_encoding::binary) {
+  using T = std::ranges::range_value_t<R>;
+  const std::span<const T> elements(std::ranges::data(data), std::ranges::size(data));
+  infer_input in = make_input(std::move(name), elements, std::move(shape), encoding);
+  in.data = tensor_data::own(std::string(reinterpret_cast<const char*>(elements.data()), elements.size_bytes()));
+  return in;
 }
 
 /// A BYTES input from a range of strings (anything convertible to std::string_view).

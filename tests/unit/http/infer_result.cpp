@@ -96,3 +96,28 @@ TEST_CASE("infer_result: headers that differ, and outputs in JSON, are decoded i
     CHECK(st);
   }
 }
+
+TEST_CASE("infer_result: a temporary result's accessors copy what they return", "[http]") {
+  // A view would point into the result, which is gone once the statement ends.
+  inferwire::status st;
+  const std::string body = body_of(header, 40);
+  std::vector<std::int32_t> out = decode(body, header.size(), st).as<std::int32_t>("OUTPUT1");
+  REQUIRE_FALSE(st);
+  CHECK(out == std::vector<std::int32_t>{44, 45, 46, 47});
+
+  const std::string strings_header =
+      R"({"model_name":"m","outputs":[{"name":"S","datatype":"BYTES","shape":[2],)"
+      R"("parameters":{"binary_data_size":13}}]})";
+  std::string sbody = strings_header;
+  for (std::string_view e : {std::string_view("abcd"), std::string_view("x")}) {
+    const auto n = static_cast<std::uint32_t>(e.size());
+    sbody.append(reinterpret_cast<const char*>(&n), 4).append(e);
+  }
+  std::vector<std::string> strings = decode(sbody, strings_header.size(), st).strings("S");
+  REQUIRE_FALSE(st);
+  CHECK(strings == std::vector<std::string>{"abcd", "x"});
+
+  // A result that lives keeps handing out views.
+  const auto held = decode(body, header.size(), st);
+  CHECK(held.as<std::int32_t>("OUTPUT0").bytes().data() == held.output("OUTPUT0").data.bytes().data());
+}
