@@ -407,6 +407,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     }
 
     void on_read(bool ok) {
+      INFERWIRE_TAKEN_BACK(this);
       if (!ok) {  // the client closed its side, or went away
         finish(::grpc::Status::OK);
         return release();
@@ -552,6 +553,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     void start_read() {
       if (std::exchange(renew_request_, false)) request_ = pb::ModelInferRequest();
       hold();
+      INFERWIRE_HANDED_OVER(this);
       if (!gate_->start([&] { stream_.Read(&request_, &read_ev_); })) release();
     }
     void start_write(const pb::ModelStreamInferResponse* m) {

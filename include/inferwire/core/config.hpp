@@ -19,4 +19,18 @@
 #define INFERWIRE_DECL inline
 #endif
 
+// ThreadSanitizer: gRPC orders what a call hands to a completion queue before what comes back
+// out of it, inside libraries that TSan cannot see into unless they were built with it (the
+// distributions' are not). Defined INFERWIRE_TSAN (scripts/tsan.sh defines it) makes those
+// hand-overs known to TSan; otherwise the macros are empty.
+#if defined(INFERWIRE_TSAN)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define INFERWIRE_HANDED_OVER(p) __tsan_release(static_cast<void*>(p))
+#define INFERWIRE_TAKEN_BACK(p) __tsan_acquire(static_cast<void*>(p))
+#else
+#define INFERWIRE_HANDED_OVER(p) ((void)0)
+#define INFERWIRE_TAKEN_BACK(p) ((void)0)
+#endif
+
 #endif

@@ -5,6 +5,7 @@
 #ifndef INFERWIRE_GRPC_IMPL_CLIENT_HPP
 #define INFERWIRE_GRPC_IMPL_CLIENT_HPP
 
+#include <inferwire/core/config.hpp>
 #include <inferwire/grpc/convert_messages.hpp>
 #include <inferwire/grpc/impl/error.hpp>
 
@@ -56,7 +57,8 @@ struct call_data {
   virtual ::grpc::Status run_sync() = 0;
   /// Makes the asynchronous call on `queue`, its request serialized (on the caller's thread).
   virtual void prepare_async(::grpc::CompletionQueue* queue) = 0;
-  /// Starts the prepared call; its end comes out of the queue as `tag`.
+  /// Starts the prepared call; its end comes out of the queue as `tag`, which may come before
+  /// this returns: the call is not touched after it is handed over.
   virtual void start_async(void* tag) = 0;
 };
 
@@ -123,7 +125,10 @@ class completion_thread {
                  c->queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
                      ::grpc::CompletionQueue::GOT_EVENT)
             ready.push_back(static_cast<completion*>(tag));
-        for (auto* done : ready) done->done(done);
+        for (auto* done : ready) {
+          INFERWIRE_TAKEN_BACK(done);
+          done->done(done);
+        }
         ready.clear();
         c->start_handed_over();
       }
@@ -330,8 +335,10 @@ struct unary_call final : call_data {
   ::grpc::Status run_sync() override { return sync(*stub, &ctx, request, &response); }
   void prepare_async(::grpc::CompletionQueue* queue) override { reader = async(*stub, &ctx, request, queue); }
   void start_async(void* tag) override {
-    reader->StartCall();
-    reader->Finish(&response, &status, tag);
+    auto* r = reader.get();
+    r->StartCall();
+    INFERWIRE_HANDED_OVER(tag);  // Finish hands the call over: its tag may come back at once
+    r->Finish(&response, &status, tag);
   }
 };
 
