@@ -96,6 +96,12 @@ std::vector<std::string> simple_over_grpc(std::vector<std::string> extra) {
   return flags;
 }
 
+/// A ModelStreamInfer stream a case keeps open (its context must outlive it).
+struct open_stream {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
+};
+
 struct grpc_case {
   const char* name;
   std::function<void()> attack;
@@ -118,10 +124,6 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
          // Five connections with 100 streams each; every stream infers once and stays open.
          std::vector<stub_ptr> stubs;
          for (int i = 0; i < 5; ++i) stubs.push_back(make_stub(s.grpc_port()));
-         struct open_stream {
-           grpc::ClientContext ctx;
-           std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
-         };
          std::vector<std::unique_ptr<open_stream>> streams;
          const auto q = simple_request();
          for (int i = 0; i < 500; ++i) {
@@ -223,10 +225,6 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
          const auto before = hostile::rss_mib(pid);
          auto q = simple_request();
          q.mutable_raw_input_contents(0)->assign(std::size_t{48} << 20, '\1');
-         struct open_stream {
-           grpc::ClientContext ctx;
-           std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
-         };
          std::vector<std::unique_ptr<open_stream>> streams;
          for (int i = 0; i < 8; ++i) {
            auto os = std::make_unique<open_stream>();
@@ -353,10 +351,6 @@ TEST_CASE("hostile: SIGTERM with gRPC calls running, a stream mid-request and id
     });
   // Two idle streams (one inference each, then open) and one whose slow request runs.
   auto stub = make_stub(s.grpc_port());
-  struct open_stream {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
-  };
   std::vector<std::unique_ptr<open_stream>> streams;
   for (int i = 0; i < 3; ++i) {
     auto os = std::make_unique<open_stream>();
@@ -445,10 +439,6 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
   const std::uint32_t forever = 0xFFFFFFFFu;
   // Requests queued for the model's one instance: with a request behind it, the first runs.
   const auto queued = [&] { return pending_requests(s.metrics_port(), "repeat_int32"); };
-  struct open_stream {
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientReaderWriter<pb::ModelInferRequest, pb::ModelStreamInferResponse>> rw;
-  };
   const auto open = [&](const pb::ModelInferRequest& q) {
     auto os = std::make_unique<open_stream>();
     os->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
