@@ -597,13 +597,16 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
   // Lookup, decoding, shared memory and validation (a failure after the lookup counts in the
   // model's statistics).
   status prepare(const pb::ModelInferRequest& q, infer_call& call, bool refuse_decoupled = false) {
+    // A large message leaves the heap larger once answered, whether or not it was valid.
+    const std::uint64_t typed_bytes = parsed_typed_bytes(q);
+    svc_.state().heap.note(q.ByteSizeLong() + typed_bytes);
     if (auto st = svc_.find_model(q.model_name(), q.model_version(), call)) return st;
     const model_config& c = *call.model->config;
     // Upstream's ModelInfer handler refuses decoupled models with this text (HTTP has its own).
     if (refuse_decoupled && c.decoupled)
       return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
     if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
-    if (!svc_.hold_decoded(call, parsed_typed_bytes(q)))
+    if (!svc_.hold_decoded(call, typed_bytes))
       return {errc::unavailable, svc_.state().body_budget.exhausted_text()};
     return svc_.admit(call);
   }

@@ -113,6 +113,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       } else if (size > 0 && !body_charge_.add(size)) {
         budget_refused_ = true;
         ec = bhttp::error::body_limit;
+      } else {
+        s_.heap.note(size);
       }
     };
   }
@@ -285,6 +287,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     if (parser_->is_done()) return on_read({});
     auto length = parser_->content_length();
     if (length && *length > s_.max_body_size()) return on_read_error(bhttp::error::body_limit);
+    if (length) s_.heap.note(*length);
     if (!parser_->chunked() && length && *length >= direct_body_threshold && !metrics_)
       return read_body_directly(*length);
     // Small bodies: what a body may hold is charged up front (at most the threshold); chunked

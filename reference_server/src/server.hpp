@@ -4,6 +4,7 @@
 // separate thread pool, so a slow model never stalls other connections.
 #pragma once
 
+#include "heap_trim.hpp"
 #include "logger.hpp"
 #include "nvml.hpp"
 #include "options.hpp"
@@ -113,6 +114,9 @@ struct server_state {
   /// serves metadata but is neither live nor ready.
   std::atomic<bool> failed_to_initialize{false};
   std::atomic<std::int64_t> in_flight{0};
+  /// Returns the heap's free pages to the system once large requests are answered and the
+  /// server is quiet (runs on `execution`).
+  heap_trimmer heap{execution.get_executor(), in_flight};
 
   bool ready() const;
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <sys/types.h>
 #include <unistd.h>
@@ -24,6 +25,19 @@ inline std::uint64_t status_kib(pid_t pid, const std::string& field) {
 }
 inline std::uint64_t rss_mib(pid_t pid) { return status_kib(pid, "VmRSS") / 1024; }
 inline std::uint64_t peak_rss_mib(pid_t pid) { return status_kib(pid, "VmHWM") / 1024; }
+
+/// The resident size once it is below `limit` MiB, or after `patience`: the server returns what
+/// a large request left in its heap only after a quiet moment (200 ms), not at once.
+inline std::uint64_t settled_rss_mib(pid_t pid, std::uint64_t limit,
+                                     std::chrono::milliseconds patience = std::chrono::seconds(3)) {
+  const auto until = std::chrono::steady_clock::now() + patience;
+  auto rss = rss_mib(pid);
+  while (rss >= limit && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rss = rss_mib(pid);
+  }
+  return rss;
+}
 
 /// Resets the peak resident size (VmHWM) to the current one; false where not permitted.
 inline bool reset_peak(pid_t pid) {
