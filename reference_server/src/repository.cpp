@@ -347,7 +347,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     mv->instances.configure(instances, *config, std::shared_ptr<instance_gate>(mv, &mv->instances));
     status bs;
     if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
-    else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this);
+    else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this, *config, bs);
     else mv->impl = make_backend(*config, bs);
     version_record r;
     r.version = v;

@@ -55,8 +55,10 @@ status parse_version(std::string_view s, std::int64_t& out);
 enum class control_mode { none, poll, explicit_ };
 
 class model_repository;
-/// The backend of `platform: "ensemble"` models: runs the steps over the repository's models.
-std::unique_ptr<backend> make_ensemble_backend(const model_repository& repo);
+/// The backend of `platform: "ensemble"` models: runs the steps over the repository's models, in
+/// an order found once here. Null, with `st` set, when a step can never run (it reads a tensor
+/// that no ensemble input or other step provides).
+std::unique_ptr<backend> make_ensemble_backend(const model_repository& repo, const model_config& c, status& st);
 
 /// The models of one or more repositories on disk and their lifecycle (v2-protocol §6).
 /// Lookups take a shared lock and hand out shared_ptrs, so an unload or reload never fails a

@@ -374,6 +374,60 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          for (int i = 1; i <= 40; ++i)
            CHECK(request(port, "POST", "/v2/repository/models/" + chain(i) + "/unload", "").status == 200);
        }},
+      {"an ensemble of 20,000 steps listed last to first runs in linear time",
+       [&](server_process&) {
+         // Step j adds INPUT1 to tensor c<j>; the config lists them in reverse. The order was
+         // found per request, pass by pass over every step: 20,000 steps cost ~2*10^8 lookups.
+         constexpr int n = 20000;
+         auto tensors = [](const char* name) {
+           return json::array{json::object{{"name", std::string(name) + "0"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}},
+                              json::object{{"name", std::string(name) + "1"}, {"data_type", "TYPE_INT32"}, {"dims", {16}}}};
+         };
+         auto c = [](int j) { return j == 0 ? std::string("INPUT0") : "c" + std::to_string(j); };
+         json::array steps;
+         for (int j = n - 1; j >= 0; --j) {
+           json::object out{{"OUTPUT0", j == n - 1 ? std::string("OUTPUT0") : c(j + 1)}};
+           if (j == n - 1) out["OUTPUT1"] = "OUTPUT1";
+           steps.push_back(json::object{{"model_name", "simple"},
+                                        {"model_version", -1},
+                                        {"input_map", json::object{{"INPUT0", c(j)}, {"INPUT1", "INPUT1"}}},
+                                        {"output_map", std::move(out)}});
+         }
+         const json::object config{{"name", "long_ensemble"},
+                                   {"platform", "ensemble"},
+                                   {"max_batch_size", 8},
+                                   {"input", tensors("INPUT")},
+                                   {"output", tensors("OUTPUT")},
+                                   {"ensemble_scheduling", json::object{{"step", std::move(steps)}}}};
+         const auto body = json::serialize(
+             json::object{{"parameters", json::object{{"config", json::serialize(config)}, {"file:1/empty", "eA=="}}}});
+         REQUIRE(request(port, "POST", "/v2/repository/models/long_ensemble/load", body).status == 200);
+         const auto t0 = std::chrono::steady_clock::now();
+         auto r = request(port, "POST", "/v2/models/long_ensemble/infer", simple_body());
+         const auto took = std::chrono::steady_clock::now() - t0;
+         INFO("the request took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+         REQUIRE(r.status == 200);
+         CHECK(took < std::chrono::seconds(5));
+         const json::value reply = json::parse(r.body);
+         for (const auto& o : reply.at("outputs").as_array())
+           if (o.at("name").as_string() == "OUTPUT0") CHECK(o.at("data").as_array().at(15).to_number<int>() == 15 + n);
+         CHECK(request(port, "POST", "/v2/repository/models/long_ensemble/unload", "").status == 200);
+       }},
+      {"an ensemble whose step reads a tensor nothing provides is refused at load",
+       [&](server_process&) {
+         const std::string config =
+             R"({"name":"orphan_ensemble","platform":"ensemble","max_batch_size":8,)"
+             R"("input":[{"name":"INPUT0","data_type":"TYPE_INT32","dims":[16]},{"name":"INPUT1","data_type":"TYPE_INT32","dims":[16]}],)"
+             R"("output":[{"name":"OUTPUT0","data_type":"TYPE_INT32","dims":[16]}],)"
+             R"("ensemble_scheduling":{"step":[{"model_name":"simple","model_version":-1,)"
+             R"("input_map":{"INPUT0":"INPUT0","INPUT1":"nowhere"},"output_map":{"OUTPUT0":"OUTPUT0"}}]}})";
+         auto r = request(port, "POST", "/v2/repository/models/orphan_ensemble/load",
+                          json::serialize(json::object{{"parameters", json::object{{"config", config}, {"file:1/empty", "eA=="}}}}));
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "load failed for model 'orphan_ensemble': version 1 is at UNAVAILABLE state: ensemble "
+                              "'orphan_ensemble' cannot run: step 0 ('simple') reads tensor 'nowhere', which no "
+                              "ensemble input or earlier step provides;\n");
+       }},
       {"two ensembles on disk that use each other are refused, not loaded around the cycle",
        [&](server_process&) {
          // Each loaded the other as a missing step, within its own load, until the stack ran out.
