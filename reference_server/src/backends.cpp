@@ -464,6 +464,7 @@ status pause(const execution& e, std::chrono::milliseconds d) {
 }
 
 void interrupt_waits() noexcept { waits_interrupted.store(true, std::memory_order_relaxed); }
+bool waits_are_interrupted() noexcept { return waits_interrupted.load(std::memory_order_relaxed); }
 
 std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
   const std::string& b = config.backend;

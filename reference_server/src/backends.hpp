@@ -102,6 +102,9 @@ status pause(const execution& e, std::chrono::milliseconds d);
 /// Ends every wait of pause(), running or to come, for the rest of the process: the server's
 /// exit timeout expired, and executions must end so that the server can.
 void interrupt_waits() noexcept;
+/// Whether interrupt_waits() was called: other waits on behalf of a request (a streamed reply
+/// waiting for its client) end too.
+bool waits_are_interrupted() noexcept;
 
 /// The backend `config.backend` names. Unknown names fail with Triton's text.
 std::unique_ptr<backend> make_backend(const model_config& config, status& st);

@@ -17,6 +17,9 @@
 #include <boost/optional/optional.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +100,35 @@ class body_buffer {
   byte_budget::charge charge_;
 };
 
+/// The body of a reply that is sent as it is made (generate_stream's Server-Sent Events): a
+/// producer on the execution pool pushes events, the connection writes each as an HTTP chunk.
+/// At most `max_queued` events wait; a producer then blocks until the client reads, and gets
+/// false once the client is gone (the connection failed or was closed for stalling).
+class reply_stream {
+ public:
+  static constexpr std::size_t max_queued = 16;
+
+  /// Producer: queues `event`; false when nobody will receive it.
+  bool push(std::string event);
+  /// Producer: no more events.
+  void end();
+
+  /// Connection: takes what is queued into `out` (and whether the stream ended) and returns
+  /// true; or, with nothing queued and no end yet, keeps `wake` to call (from the producer's
+  /// thread) once there is, and returns false.
+  bool take(std::vector<std::string>& out, bool& ended, std::function<void()> wake);
+  /// Connection: the client is gone; producers are released and told so.
+  void broken();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable room_;
+  std::vector<std::string> queue_;
+  std::function<void()> wake_;
+  bool ended_ = false;
+  bool broken_ = false;
+};
+
 /// What a handler answers. Body parts after `body` are views kept alive by `owner`.
 struct reply {
   unsigned status = 200;
@@ -109,6 +141,8 @@ struct reply {
   std::shared_ptr<void> owner;
   bool close = false;
   std::shared_ptr<trace_record> trace;  ///< a traced inference: sending is stamped, then it is written
+  /// A streamed body (chunked transfer coding) in place of `body` and `extra`.
+  std::shared_ptr<reply_stream> stream;
 };
 
 reply json_reply(std::string body, unsigned status = 200);
@@ -164,6 +198,9 @@ class endpoints {
   std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
                              std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
                              const receive_times& received);
+  struct generate_job;
+  std::optional<reply> generate(const inferwire::http::route& r, request_t&& req, bool streaming,
+                                const std::shared_ptr<responder>& out);
   status decode_body(infer_job& job, std::string_view content_encoding,
                      std::optional<std::string_view> content_length,
                      std::optional<std::string_view> header_length, std::optional<reply>& refusal);

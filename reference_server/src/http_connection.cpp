@@ -78,6 +78,62 @@ std::string iso_lower(std::string_view s) {
 
 }  // namespace
 
+// --- reply_stream ----------------------------------------------------------------------------
+
+bool rest::reply_stream::push(std::string event) {
+  std::function<void()> wake;
+  {
+    std::unique_lock lock(mu_);
+    // In slices, so that the server's exit (which interrupts every wait of a model) also ends
+    // a wait for a client that does not read.
+    while (!broken_ && queue_.size() >= max_queued)
+      if (!room_.wait_for(lock, std::chrono::milliseconds(100), [&] { return broken_ || queue_.size() < max_queued; }) &&
+          waits_are_interrupted())
+        broken_ = true;
+    if (broken_) return false;
+    queue_.push_back(std::move(event));
+    wake = std::exchange(wake_, nullptr);
+  }
+  if (wake) wake();
+  return true;
+}
+
+void rest::reply_stream::end() {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mu_);
+    ended_ = true;
+    wake = std::exchange(wake_, nullptr);
+  }
+  if (wake) wake();
+}
+
+bool rest::reply_stream::take(std::vector<std::string>& out, bool& ended, std::function<void()> wake) {
+  {
+    std::lock_guard lock(mu_);
+    if (queue_.empty() && !ended_) {
+      wake_ = std::move(wake);
+      return false;
+    }
+    out.clear();
+    out.swap(queue_);
+    ended = ended_;
+  }
+  room_.notify_all();
+  return true;
+}
+
+void rest::reply_stream::broken() {
+  {
+    std::lock_guard lock(mu_);
+    broken_ = true;
+    wake_ = nullptr;
+  }
+  room_.notify_all();
+}
+
+// --- body_buffer -------------------------------------------------------------------------------
+
 /// Makes room for more bytes (at least one): false when the budget or the system refuses.
 bool body_buffer::grow() {
 
@@ -464,6 +520,10 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     }
     for (const auto& [k, v] : reply_.fields) head_.append(k).append(": ").append(v).append("\r\n");
     if (!keep) head_.append("Connection: close\r\n");
+    if (reply_.stream) {
+      head_.append("Transfer-Encoding: chunked\r\n\r\n");
+      return start_stream(keep);
+    }
     head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
     buffers_.clear();
     buffers_.push_back(net::buffer(head_));
@@ -494,6 +554,53 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     net::async_write(socket_, std::span<const net::const_buffer>(buffers_), transfer_all_unbounded,
                      [self = shared_from_this(), keep](beast::error_code e, std::size_t) {
                        self->written(e, keep);
+                     });
+  }
+
+  // A streamed reply: its head, then its events as the producer makes them (each batch of
+  // waiting events in one write, as HTTP chunks), then the last chunk once it ends. While the
+  // producer works the connection counts as executing; while a write waits for the client, it
+  // does not, so a client that stops reading is closed after the stall timeout, and the
+  // producer learns that nobody reads any more.
+  void start_stream(bool keep) {
+    if (reply_.trace) reply_.trace->stamp_now("HTTP_SEND_START");
+    stream_out_ = std::move(head_);
+    write_stream(keep, false);
+  }
+
+  void stream_next(bool keep) {
+    bool ended = false;
+    const bool some = reply_.stream->take(events_, ended, [self = shared_from_this(), keep] {
+      net::post(self->socket_.get_executor(), [self, keep] { self->stream_next(keep); });
+    });
+    if (!some) {
+      executing_ = true;  // the model is working; the wake-up comes from its thread
+      return;
+    }
+    char digits[20];
+    for (const auto& e : events_) {
+      if (e.empty()) continue;  // an empty chunk would end the body
+      const auto end = std::to_chars(digits, digits + sizeof digits, e.size(), 16).ptr;
+      stream_out_.append(digits, end).append("\r\n").append(e).append("\r\n");
+    }
+    events_.clear();
+    if (ended) stream_out_.append("0\r\n\r\n");
+    write_stream(keep, ended);
+  }
+
+  void write_stream(bool keep, bool ended) {
+    executing_ = false;
+    touch();
+    net::async_write(socket_, net::buffer(stream_out_),
+                     [self = shared_from_this(), keep, ended](beast::error_code ec, std::size_t) {
+                       self->stream_out_.clear();
+                       if (ec) {
+                         self->reply_.stream->broken();
+                         return self->written(ec, keep);
+                       }
+                       if (ended) return self->written({}, keep);
+                       self->touch();
+                       self->stream_next(keep);
                      });
   }
 
@@ -582,6 +689,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   std::shared_ptr<std::string> continue_;
   reply reply_;
   std::vector<net::const_buffer> buffers_;
+  std::string stream_out_;           ///< a streamed reply's bytes being written
+  std::vector<std::string> events_;  ///< a streamed reply's events taken for the next write
 };
 
 

@@ -5,6 +5,8 @@
 // binary_data output rule, and the texts upstream's HTTP frontend has and its gRPC one lacks).
 #include "http.hpp"
 
+#include "generate.hpp"
+
 #include <inferwire/http/compression.hpp>
 #include <inferwire/v2/binary.hpp>
 #include <inferwire/v2/detail/header_memo.hpp>
@@ -207,7 +209,8 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
       return shared_memory(r, req.body());
     case endpoint::model_generate:
     case endpoint::model_generate_stream:
-      return error_reply(501, "this endpoint is not implemented by inferwire-server yet");
+      if (!post) return not_allowed();
+      return generate(r, std::move(req), r.kind == endpoint::model_generate_stream, out);
     case endpoint::not_found:
       break;
   }
@@ -488,6 +491,104 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
     // The job, which the reply keeps, no longer holds the connection that holds the reply.
     const std::shared_ptr<responder> to = std::move(j->out);
     to->respond(std::move(rep));
+  });
+  return std::nullopt;
+}
+
+// --- generate (Triton's generate extension) ------------------------------------------------------
+
+// One generate request. A decoupled model's responses arrive through the sink on an execution
+// thread, and the completion follows on that thread, so nothing here runs concurrently.
+struct endpoints::generate_job : infer_call, std::enable_shared_from_this<endpoints::generate_job> {
+  std::shared_ptr<responder> out;        ///< where the reply goes
+  bool streaming = false;                ///< generate_stream
+  std::shared_ptr<reply_stream> stream;  ///< generate_stream, once its reply started
+  std::size_t responses = 0;             ///< a decoupled model's responses so far
+  std::string only;                      ///< generate of a decoupled model: its one response
+
+  // generate_stream: the first event starts the reply (200, text/event-stream); later ones
+  // wait for the client while 16 are queued. False once the client is gone.
+  bool send(std::string event) {
+    if (stream) return stream->push(std::move(event));
+    stream = std::make_shared<reply_stream>();
+    if (!event.empty()) stream->push(std::move(event));  // an empty queue: never waits
+    reply rep;
+    rep.content_type = "text/event-stream; charset=utf-8";
+    rep.stream = stream;
+    rep.trace = trace;
+    out->respond(std::move(rep));
+    return true;
+  }
+
+  // A response as its generate object; an encoding failure is the request's error.
+  status encode(const v2::infer_response& r, std::string& json) const { return encode_generate_response(r, json); }
+};
+
+std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool streaming,
+                                         const std::shared_ptr<responder>& out) {
+  auto job = std::make_shared<generate_job>();
+  job->streaming = streaming;
+  if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
+  if (auto it = req.find(bhttp::field::content_encoding); it != req.end()) {
+    const auto coding = inferwire::http::parse_content_encoding(it->value());
+    if (!coding || *coding != inferwire::http::content_coding::identity)
+      return error_reply(400, "generate requests take no Content-Encoding but identity");
+  }
+  const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+  if (auto st = decode_generate_request(req.body(), *job->model->config, limits, job->request))
+    return error_reply(svc_.failed(*job, std::move(st)));
+  if (!svc_.hold_decoded(*job)) return budget_reply(s_.body_budget);
+  if (auto st = svc_.admit(*job)) return error_reply(st);
+  job->out = out;
+  infer_hooks hooks;
+  if (const std::atomic<bool>* gone = out->gone())
+    hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
+  const bool decoupled = job->model->config->decoupled;
+  // A decoupled model's responses: events of the stream, or the one response of /generate (a
+  // second one stops the model: /generate returns exactly one).
+  auto sink = std::make_shared<response_sink>([j = job.get()](v2::infer_response&& resp) {
+    ++j->responses;
+    if (!j->streaming) {
+      if (j->responses > 1) return false;
+      if (auto st = j->encode(resp, j->only)) j->only = v2::error_body(st.message());
+      return true;
+    }
+    std::string json;
+    if (auto st = j->encode(resp, json)) json = v2::error_body(st.message());
+    return j->send(sse_event(json));
+  });
+  if (decoupled) hooks.sink = sink.get();
+  svc_.infer(job, std::move(hooks), [this, j = job.get(), sink, decoupled](status done) {
+    // The job, which the reply keeps, no longer holds the connection that holds the reply.
+    const auto keep = j->shared_from_this();
+    std::string json;
+    if (!done && !decoupled) done = j->encode(j->response, json);
+    if (j->streaming) {
+      if (!j->stream) {
+        // Nothing sent yet: a failure is a plain error reply; a success starts the stream
+        // (with no event when a decoupled model sent no response).
+        if (done) return std::exchange(j->out, nullptr)->respond(error_reply(done));
+        j->send(decoupled ? std::string() : sse_event(json));
+      } else if (done) {
+        j->stream->push(sse_event(v2::error_body(done.message())));
+      } else if (!decoupled) {
+        j->stream->push(sse_event(json));
+      }
+      j->stream->end();
+      j->out = nullptr;
+      return;
+    }
+    // (A second response stopped the model: the request ends cancelled, for this reason.)
+    if (decoupled && j->responses > 1)
+      done = {errc::invalid_arg, "model '" + j->model->name +
+                                     "' sent more than one response; /generate returns exactly one, "
+                                     "/generate_stream returns them all"};
+    else if (!done && decoupled && j->responses == 0)
+      done = {errc::internal, "model '" + j->model->name + "' sent no response"};
+    reply rep = done ? error_reply(done) : json_reply(decoupled ? std::move(j->only) : std::move(json));
+    rep.trace = j->trace;
+    rep.owner = keep;
+    std::exchange(j->out, nullptr)->respond(std::move(rep));
   });
   return std::nullopt;
 }

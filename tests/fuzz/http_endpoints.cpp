@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: what a client sends the server over HTTP, as far as the server's endpoint
 // layer (reference_server/src/http_endpoints.cpp) and everything under it: the routes, the
-// method checks, every endpoint's body (infer in JSON and binary, compressed or not, the
-// shared-memory, repository, trace and logging requests), the service, the models and the
+// method checks, every endpoint's body (infer in JSON and binary, compressed or not, generate
+// and its streamed events, the shared-memory, repository, trace and logging requests), the service, the models and the
 // encoders of every reply. The connection's framing (keep-alive, chunked bodies, Expect, the
 // in-flight budget) is http_connection's; here Beast's request parser cuts the input into up
 // to eight requests, answered in turn by one server built once over the bundled repositories,
@@ -37,6 +37,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -134,8 +135,35 @@ bool parses(std::string_view json) {
   __builtin_trap();
 }
 
+// A streamed reply (generate_stream): its events, taken as the connection would, must each be
+// `data: <JSON>\n\n`, and the stream must end.
+void check_stream(const rest::reply& r) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool woken = false;
+  std::vector<std::string> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (bool ended = false; !ended;) {
+    if (!r.stream->take(events, ended, [&] {
+          std::lock_guard lock(mu);
+          woken = true;
+          cv.notify_all();
+        })) {
+      std::unique_lock lock(mu);
+      if (!cv.wait_until(lock, deadline, [&] { return woken; })) __builtin_trap();  // never ends
+      woken = false;
+      continue;
+    }
+    for (const auto& e : events)
+      if (e.size() < 8 || e.compare(0, 6, "data: ") != 0 || e.compare(e.size() - 2, 2, "\n\n") != 0 ||
+          !parses(std::string_view(e).substr(6, e.size() - 8)))
+        bad_reply("an event of a streamed reply is not `data: <JSON>`", r, e);
+  }
+}
+
 void check(const rest::reply& r) {
   if (r.status < 200 || r.status > 599) bad_reply("status out of range", r, r.body);
+  if (r.stream) return check_stream(r);
   std::string_view body = r.body;
   std::size_t total = r.body.size();
   for (const auto& b : r.extra) total += b.size();

@@ -130,6 +130,14 @@ INFERWIRE_DECL std::string request_prefix(std::string_view id);
 /// increase the limit.` when `size` is over the limit.
 INFERWIRE_DECL status check_json_size(std::size_t size, const codec_limits& limits);
 
+namespace detail {
+/// Step 6 of decode_infer_request on its own: a JSON `parameters` object into `out`, with
+/// Triton's typed keys (sequence_id, priority, ...), reserved `triton_` keys and the parameter
+/// count checked, and Triton's texts (the generate endpoint's parameters use it too).
+INFERWIRE_DECL status decode_request_parameters(const boost::json::value& v, parameter_map& out,
+                                        const codec_limits& limits);
+}  // namespace detail
+
 /// The body of every HTTP error reply: {"error":"<message>"}.
 INFERWIRE_DECL std::string error_body(std::string_view message);
 /// The message of an error body, or the body itself when it is not one.
