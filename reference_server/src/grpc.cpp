@@ -449,6 +449,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       {
         std::lock_guard lock(mu_);
         queue_.pop_front();
+        progress_ = std::chrono::steady_clock::now();
         if (!ok) {
           broken_ = true;
           queue_.clear();
@@ -526,15 +527,33 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     // the execution pool). False once the stream cannot deliver any more.
     bool enqueue(pb::ModelStreamInferResponse&& out, bool wait) {
       std::unique_lock lock(mu_);
-      if (wait) room_.wait(lock, [&] { return broken_ || queue_.size() < max_queued; });
+      if (wait) wait_for_room(lock);
       if (broken_) return false;
       queue_.push_back(std::move(out));  // a deque keeps its elements in place
       if (writing_) return true;
       writing_ = true;
+      progress_ = std::chrono::steady_clock::now();
       const auto* first = &queue_.front();  // only on_wrote of this write pops it
       lock.unlock();
       start_write(first);
       return true;
+    }
+
+    // While the queue is full. A client that takes no response for --stall-timeout-secs has
+    // its stream cancelled: the producer gets false and its model stops, instead of holding
+    // the model's instance and an execution thread for as long as the client keeps the
+    // connection open.
+    void wait_for_room(std::unique_lock<std::mutex>& lock) {
+      const auto stall = std::chrono::seconds(svc_.svc_.state().opts.stall_timeout_secs);
+      const auto room = [&] { return broken_ || queue_.size() < max_queued; };
+      while (!room_.wait_until(lock, progress_ + stall, room))
+        if (std::chrono::steady_clock::now() - progress_ >= stall) {
+          broken_ = true;
+          lock.unlock();
+          ctx_.TryCancel();
+          lock.lock();
+          return;
+        }
     }
 
     // Ends the stream once every queued response is written.
@@ -589,6 +608,9 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     bool writing_ = false;
     bool broken_ = false;
     bool read_held_ = false;  ///< the next read waits for the queue to drain
+    /// The last write started from an empty queue or completed: when the client last made
+    /// progress on its responses.
+    std::chrono::steady_clock::time_point progress_;
     std::optional<::grpc::Status> pending_finish_;
   };
 

@@ -53,10 +53,10 @@ using timer_type = net::basic_waitable_timer<std::chrono::steady_clock,
 
 constexpr std::size_t header_limit = 64 * 1024;
 constexpr std::size_t max_chunks = 65536;
-// A connection that makes no progress for this long (while the server is not working on its
-// request) is closed: idle keep-alive connections and stalled clients alike.
-constexpr auto stall_timeout = std::chrono::seconds(120);
-constexpr auto watchdog_period = std::chrono::seconds(5);
+// A connection that makes no progress for --stall-timeout-secs (120 s by default) while the
+// server is not working on its request is closed: idle keep-alive connections and stalled
+// clients alike. The watchdog looks every few seconds, at least twice per timeout.
+constexpr auto longest_watchdog_period = std::chrono::seconds(5);
 // Bodies at least this large are read straight into their final buffer.
 constexpr std::uint64_t direct_body_threshold = 256 * 1024;
 // Each read asks for at least this much room (and at most 64 KiB): a small request (the
@@ -190,10 +190,12 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 
   // One timer per connection, armed every few seconds, instead of one per I/O operation.
   void watch() {
-    watchdog_.expires_after(watchdog_period);
+    const auto stall = std::chrono::seconds(s_.opts.stall_timeout_secs);
+    watchdog_.expires_after(std::min<std::chrono::steady_clock::duration>(longest_watchdog_period, stall / 2));
     watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || !self->socket_.is_open()) return;
-      if (!self->executing_ && clock::now() - self->last_progress_ > stall_timeout) {
+      if (!self->executing_ &&
+          clock::now() - self->last_progress_ > std::chrono::seconds(self->s_.opts.stall_timeout_secs)) {
         beast::error_code ignored;
         self->socket_.close(ignored);
         return;

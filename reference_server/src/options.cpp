@@ -251,7 +251,10 @@ int parse_options(int argc, char** argv, options& o) {
        optional_number(&o.grpc_max_connection_age_grace_ms, "grpc-max-connection-age-grace", 0, INT_MAX), "")
       ("grpc-max-concurrent-streams",
        number(&o.grpc_max_concurrent_streams, "grpc-max-concurrent-streams", 1u, static_cast<unsigned>(INT_MAX)),
-       "calls one gRPC connection may have open at once; clients queue the others");
+       "calls one gRPC connection may have open at once; clients queue the others")
+      ("stall-timeout-secs", number(&o.stall_timeout_secs, "stall-timeout-secs", 1u, 86400u),
+       "seconds a client may make no progress (an idle HTTP connection, a reply or stream response "
+       "it does not read) before the server closes it or cancels its stream");
   po::options_description inert("accepted for tritonserver compatibility, without effect here");
   for (const auto& f : inert_flags()) {
     if (f.repeatable) inert.add_options()(f.name, po::value<std::vector<std::string>>()->composing(), f.why);

@@ -78,6 +78,9 @@ struct options {
   /// server 12-16 KiB for the few bytes of its HEADERS frame, so unbounded a connection could
   /// hold gigabytes; clients queue calls beyond it.
   unsigned grpc_max_concurrent_streams = 256;
+  /// Seconds a client may make no progress before it is closed: an idle or stalled HTTP
+  /// connection, a reply it does not read, a gRPC stream whose responses wait for it.
+  unsigned stall_timeout_secs = 120;
 
   /// --trace-config settings of Triton's mode, as (setting, value), in order.
   std::vector<std::pair<std::string, std::string>> trace_config;

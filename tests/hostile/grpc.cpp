@@ -527,6 +527,48 @@ TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does
   (void)rw->Finish();
 }
 
+// The same client with --stall-timeout-secs=2: its stream is cancelled once it has taken no
+// response for 2 s, so the model stops and frees its one instance for the next request.
+TEST_CASE("hostile: a decoupled stream whose client stops reading is cancelled after the stall timeout",
+          "[hostile][grpc]") {
+  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
+                    "--allow-grpc=true", "--grpc-port=0", "--stall-timeout-secs=2"},
+                   false);
+  REQUIRE(s.grpc_port() > 0);
+  auto stub = make_stub(s.grpc_port());
+  std::vector<std::int32_t> values(100000, 7);
+  std::vector<std::uint32_t> delays(values.size(), 0);
+  open_stream stalled;
+  stalled.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  stalled.rw = stub->ModelStreamInfer(&stalled.ctx);
+  REQUIRE(stalled.rw->Write(repeat_request(values, delays)));
+  {
+    pb::ModelStreamInferResponse first;
+    REQUIRE(stalled.rw->Read(&first));  // the model runs; then nothing more is read
+    CHECK(first_out(first) == 7);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  open_stream next;
+  next.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  next.rw = stub->ModelStreamInfer(&next.ctx);
+  REQUIRE(next.rw->Write(repeat_request({9}, {0})));
+  pb::ModelStreamInferResponse r;
+  REQUIRE(next.rw->Read(&r));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  INFO("the request behind waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms");
+  CHECK(first_out(r) == 9);
+  CHECK(waited > std::chrono::milliseconds(1500));
+  CHECK(waited < std::chrono::seconds(8));
+  next.rw->WritesDone();
+  while (next.rw->Read(&r)) {
+  }
+  CHECK(next.rw->Finish().ok());
+  // The stalled stream was cancelled by the server.
+  while (stalled.rw->Read(&r)) {
+  }
+  CHECK(stalled.rw->Finish().error_code() == grpc::StatusCode::CANCELLED);
+}
+
 TEST_CASE("hostile: --grpc-allow-compression=false refuses compressed messages before inflating them",
           "[hostile][grpc]") {
   server_process s(simple_over_grpc({"--grpc-allow-compression=false"}), false);

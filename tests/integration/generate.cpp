@@ -207,3 +207,29 @@ TEST_CASE("generate_stream: a client that stops reading holds back the model, no
   CHECK(status == 200);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
 }
+
+TEST_CASE("generate_stream: a client that reads nothing for --stall-timeout-secs is closed, which stops the model",
+          "[generate]") {
+  server_process s({"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models_decoupled",
+                    "--stall-timeout-secs=2"});
+  std::string in = "[", delay = "[";
+  for (int i = 0; i < 200000; ++i) {
+    in += (i ? ",7" : "7");
+    delay += (i ? ",0" : "0");
+  }
+  connection c(s.http_port());
+  ::setsockopt(c.socket().native_handle(), SOL_SOCKET, SO_RCVBUF, std::array<int, 1>{4096}.data(), sizeof(int));
+  c.send(request_text("POST", "/v2/models/repeat_int32/generate_stream",
+                      R"({"IN":)" + in + R"(],"DELAY":)" + delay + R"(],"WAIT":0})"));
+  pollfd pfd{c.socket().native_handle(), POLLIN, 0};
+  REQUIRE(::poll(&pfd, 1, 5000) == 1);  // the model runs: its first events are here
+  // A request behind it on the model's one instance runs once the stalled client is closed:
+  // after about 2 s, and at most the timeout plus the watchdog's period (1 s here) later.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = request(s.http_port(), "POST", "/v2/models/repeat_int32/generate", R"({"IN":[9],"DELAY":[0],"WAIT":0})");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  INFO("the request behind waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms");
+  CHECK(r.status == 200);
+  CHECK(waited > std::chrono::milliseconds(1500));
+  CHECK(waited < std::chrono::seconds(8));
+}
