@@ -149,6 +149,52 @@ TEST_CASE("client: health, metadata and config", "[client]") {
   CHECK(ec.message() == "Request for unknown model: 'a%20b%2Fc' is not found");
 }
 
+TEST_CASE("client: generate and generate_stream", "[client][generate]") {
+  auto c = blocking_client();
+  const boost::json::object request{{"INPUT0", boost::json::array{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+                                    {"INPUT1", boost::json::array{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+                                    {"id", "g"}};
+  const auto reply = c.generate("simple", request);
+  CHECK(reply.at("id") == "g");
+  CHECK(reply.at("model_name") == "simple");
+  CHECK(reply.at("OUTPUT0").as_array().at(15).to_number<int>() == 16);
+  const auto events = c.generate_stream({"simple", "1"}, request);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].at("OUTPUT1").as_array().at(0).to_number<int>() == -1);
+  // A decoupled model's one response.
+  const auto one = c.generate_stream("decoupled_identity", {{"INPUT0", boost::json::array{4, 5}}});
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].at("OUTPUT0").as_array().at(1).to_number<int>() == 5);
+  ih::error_code ec;
+  c.generate_stream("nope", request, ec);
+  CHECK(ih::server_status(ec) == 404);
+  c.generate("simple", {{"INPUT0", 1}}, ec);
+  CHECK(ih::server_status(ec) == 400);
+  CHECK(ec.message() == "input 'INPUT0' of model 'simple' has shape [16]: 1 element does not fit it");
+}
+
+TEST_CASE("client: generate_stream reads every event of a chunked reply, an error event included", "[client][generate]") {
+  scripted_server fake(1, [](tcp::socket& s, int) {
+    net::streambuf buf;
+    if (!scripted_server::read_request(s, buf)) return;
+    const std::string events[] = {"data: {\"OUT\":1}\n\n", "data: {\"OUT\":2}\n\n", "data: {\"error\":\"it broke\"}\n\n"};
+    std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (const auto& e : events) {
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", e.size());
+      reply += size + e + "\r\n";
+    }
+    reply += "0\r\n\r\n";
+    net::write(s, net::buffer(reply));
+  });
+  ih::client c("127.0.0.1", fake.port());
+  const auto events = c.generate_stream("m", {{"x", 1}});
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].at("OUT").to_number<int>() == 1);
+  CHECK(events[1].at("OUT").to_number<int>() == 2);
+  CHECK(events[2].at("error") == "it broke");
+}
+
 TEST_CASE("client: server errors carry status and message in every form", "[client]") {
   auto c = blocking_client();
   ih::error_code ec;

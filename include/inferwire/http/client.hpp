@@ -241,6 +241,19 @@ class basic_client {
                       INFERWIRE_CALL_ARGS(model_id model, const v2::infer_request& request),
                       INFERWIRE_CALL_ARGS(model, request))
 
+  // --- Triton's generate extension (HTTP only). `request` is the flat generate object: keys
+  // naming the model's inputs are tensors (a scalar or a flat array), `id` is the request id,
+  // other keys are parameters.
+  /// The reply object of /generate (`model_name`, `model_version`, one key per output).
+  INFERWIRE_CLIENT_CALL(boost::json::object, generate,
+                      INFERWIRE_CALL_ARGS(model_id model, const boost::json::object& request),
+                      INFERWIRE_CALL_ARGS(model, request))
+  /// The objects of /generate_stream's events, in order, once the stream has ended. A failure
+  /// after the first event is one more object, `{"error":"<message>"}`, as the server sent it.
+  INFERWIRE_CLIENT_CALL(std::vector<boost::json::object>, generate_stream,
+                      INFERWIRE_CALL_ARGS(model_id model, const boost::json::object& request),
+                      INFERWIRE_CALL_ARGS(model, request))
+
   // --- Statistics, model repository, shared memory, trace and log settings: the same calls
   // in both clients, listed in <inferwire/v2/detail/client_call.hpp>.
   INFERWIRE_V2_SHARED_CALLS
@@ -259,6 +272,11 @@ class basic_client {
   prepared<boost::json::value> prepare_model_config(model_id model, const call_options& o);
   prepared<infer_result> prepare_infer(model_id model, const v2::infer_request& request,
                                        const call_options& o);
+  prepared<boost::json::object> prepare_generate(model_id model, const boost::json::object& request,
+                                                 const call_options& o);
+  prepared<std::vector<boost::json::object>> prepare_generate_stream(model_id model,
+                                                                     const boost::json::object& request,
+                                                                     const call_options& o);
   prepared<v2::statistics_response> prepare_model_statistics(model_id model,
                                                              const call_options& o);
   prepared<std::vector<v2::repository_index_entry>> prepare_repository_index(

@@ -162,6 +162,38 @@ T parse_json_as(reply& r, error_code& ec) {
   }
 }
 
+// generate_stream's body: Server-Sent Events, each `data: <JSON object>` followed by a blank
+// line (other SSE fields, if a server sent them, are skipped).
+INFERWIRE_DECL std::vector<boost::json::object> parse_generate_events(reply& r, error_code& ec) {
+  std::vector<boost::json::object> events;
+  if (r.status != 200) {
+    ec = server_error_of(r);
+    return events;
+  }
+  std::string_view rest = r.body;
+  while (!rest.empty()) {
+    const std::size_t end = rest.find("\n\n");
+    std::string_view event = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 2);
+    while (!event.empty()) {
+      const std::size_t eol = event.find('\n');
+      const std::string_view line = event.substr(0, eol);
+      event.remove_prefix(eol == std::string_view::npos ? event.size() : eol + 1);
+      if (!line.starts_with("data:")) continue;
+      std::string_view data = line.substr(5);
+      if (data.starts_with(' ')) data.remove_prefix(1);
+      status st;
+      auto doc = v2::parse_json(data, st);
+      if (st || !doc.is_object()) {
+        ec = client_errc::bad_response;
+        return {};
+      }
+      events.push_back(std::move(doc.get_object()));
+    }
+  }
+  return events;
+}
+
 INFERWIRE_DECL infer_result parse_infer(reply& r, error_code& ec) {
   if (r.status != 200) {
     ec = server_error_of(r);
@@ -1434,6 +1466,20 @@ auto basic_client<Stream>::prepare_model_statistics(model_id m, const call_optio
   std::string target = m.name.empty() ? "/v2/models/stats" : detail::model_path(m, "/stats");
   return {detail::get_call(*state_, std::move(target), o),
           &detail::parse_json_as<v2::statistics_response>};
+}
+
+template <class Stream>
+auto basic_client<Stream>::prepare_generate(model_id m, const boost::json::object& request, const call_options& o)
+    -> prepared<boost::json::object> {
+  return {detail::post_call(*state_, detail::model_path(m, "/generate"), boost::json::serialize(request), o),
+          &detail::parse_json_as<boost::json::object>};
+}
+
+template <class Stream>
+auto basic_client<Stream>::prepare_generate_stream(model_id m, const boost::json::object& request,
+                                                   const call_options& o) -> prepared<std::vector<boost::json::object>> {
+  return {detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o),
+          &detail::parse_generate_events};
 }
 
 template <class Stream>
