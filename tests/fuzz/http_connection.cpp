@@ -14,7 +14,8 @@
 //
 // Findings, beyond the sanitizers': an exception out of an I/O handler; a connection the
 // server has not closed 10 s after the client finished sending; replies that do not parse as
-// HTTP/1.1 responses (a status outside 100 and 200-599, no Content-Length, a truncated body,
+// HTTP/1.1 responses (a status outside 100 and 200-599, no Content-Length and no chunked event
+// stream, a truncated body, an event that is not `data: <JSON>`,
 // bytes after a reply that said `Connection: close`, a JSON body that does not parse); and,
 // once the connection is gone, sockets or in-flight body bytes the server still holds.
 #include "http.hpp"
@@ -195,6 +196,34 @@ void check_replies(const received& r, bool may_be_head) {
     if (code != 100 && (code < 200 || code > 599)) finding("a status outside 100 and 200-599", all);
     if (code == 100) {
       rest.remove_prefix(used);
+      continue;
+    }
+    if (h.chunked()) {
+      // A streamed reply (generate_stream): Server-Sent Events in chunks, then the last chunk.
+      if (h[bhttp::field::content_type] != "text/event-stream; charset=utf-8")
+        finding("a chunked reply that is not an event stream", all);
+      bhttp::response_parser<bhttp::string_body> whole;
+      whole.header_limit(64 * 1024);
+      whole.body_limit(std::uint64_t{1} << 26);
+      whole.eager(true);
+      const std::size_t n = whole.put(boost::asio::buffer(rest.data(), rest.size()), ec);
+      if (ec == bhttp::error::need_more || (!ec && !whole.is_done())) {
+        if (r.reset) return;
+        finding("a truncated chunked reply", all);
+      }
+      if (ec) finding("a chunked reply that does not parse", all);
+      std::string_view events = whole.get().body();
+      while (!events.empty()) {
+        const auto end = events.find("\n\n");
+        if (!events.starts_with("data: ") || end == std::string_view::npos)
+          finding("an event that is not `data: ...` and a blank line", all);
+        boost::system::error_code jec;
+        (void)boost::json::parse(events.substr(6, end - 6), jec);
+        if (jec) finding("an event whose data is not JSON", all);
+        events.remove_prefix(end + 2);
+      }
+      rest.remove_prefix(n);
+      if (!whole.get().keep_alive() && !rest.empty()) finding("bytes after a reply that closed the connection", all);
       continue;
     }
     if (!h.has_content_length()) finding("a reply without Content-Length", all);
