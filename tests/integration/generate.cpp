@@ -185,6 +185,8 @@ TEST_CASE("generate_stream: a client that stops reading holds back the model, no
   ::setsockopt(c->socket().native_handle(), SOL_SOCKET, SO_RCVBUF, std::array<int, 1>{4096}.data(), sizeof(int));
   c->send(request_text("POST", "/v2/models/repeat_int32/generate_stream",
                        R"({"IN":)" + in + R"(],"DELAY":)" + delay + R"(],"WAIT":0})"));
+  pollfd pfd{c->socket().native_handle(), POLLIN, 0};
+  REQUIRE(::poll(&pfd, 1, 5000) == 1);  // the model runs: its first events are here
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const auto held = rss_mib();
   // The model is held back at 16 waiting events: a request behind it on its one instance waits
