@@ -425,6 +425,26 @@ std::int32_t first_out(const pb::ModelStreamInferResponse& r) {
   std::memcpy(&out, r.infer_response().raw_output_contents(0).data(), 4);
   return out;
 }
+
+/// inferwire-server over the decoupled models, gRPC on, plus `flag`.
+std::vector<std::string> decoupled_over_grpc(std::string flag) {
+  return {"--model-repository", (source / "reference_server/models_decoupled").string(), "--allow-grpc=true",
+          "--grpc-port=0", std::move(flag)};
+}
+
+/// A stream asking repeat_int32 for 100,000 responses, of which the client reads the first and
+/// then none: the model blocks once 16 of them wait (HTTP/2 flow control holds the rest back).
+std::unique_ptr<open_stream> unread_stream(pb::GRPCInferenceService::Stub& stub, std::chrono::seconds deadline) {
+  auto os = std::make_unique<open_stream>();
+  os->ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  os->rw = stub.ModelStreamInfer(&os->ctx);
+  const std::vector<std::int32_t> values(100000, 7);
+  REQUIRE(os->rw->Write(repeat_request(values, std::vector<std::uint32_t>(values.size(), 0))));
+  pb::ModelStreamInferResponse first;
+  REQUIRE(os->rw->Read(&first));
+  CHECK(first_out(first) == 7);
+  return os;
+}
 }  // namespace
 
 // A decoupled request may ask its model to wait DELAY ms per element, up to 2^32-1 (49 days),
@@ -433,9 +453,7 @@ std::int32_t first_out(const pb::ModelStreamInferResponse& r) {
 // SIGTERM never ends the process: its execution threads are joined before it exits).
 TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither the model nor the exit",
           "[hostile][grpc]") {
-  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
-                    "--allow-grpc=true", "--grpc-port=0", "--exit-timeout-secs=1"},
-                   false);
+  server_process s(decoupled_over_grpc("--exit-timeout-secs=1"), false);
   REQUIRE(s.grpc_port() > 0);
   auto stub = make_stub(s.grpc_port());
   const std::uint32_t forever = 0xFFFFFFFFu;
@@ -498,55 +516,31 @@ TEST_CASE("hostile: a request that asks its model to wait 49 days holds neither 
 // A decoupled request whose client does not read its responses: the model blocks once 16 of
 // them wait (HTTP/2 flow control holds the rest back). SIGTERM must still end the server.
 TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does not read", "[hostile][grpc]") {
-  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
-                    "--allow-grpc=true", "--grpc-port=0", "--exit-timeout-secs=1"},
-                   false);
+  server_process s(decoupled_over_grpc("--exit-timeout-secs=1"), false);
   REQUIRE(s.grpc_port() > 0);
   auto stub = make_stub(s.grpc_port());
-  std::vector<std::int32_t> values(100000, 7);
-  std::vector<std::uint32_t> delays(values.size(), 0);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  auto rw = stub->ModelStreamInfer(&ctx);
-  REQUIRE(rw->Write(repeat_request(values, delays)));
-  {
-    pb::ModelStreamInferResponse first;
-    REQUIRE(rw->Read(&first));  // the model runs; then nothing more is read
-    CHECK(first_out(first) == 7);
-  }
+  auto unread = unread_stream(*stub, std::chrono::seconds(30));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it fills the queue and waits
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(s.stop() == 0);
   const auto took = std::chrono::steady_clock::now() - t0;
   INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK(took < std::chrono::seconds(10));  // about 4.5 s: the timeout, gRPC's second, the calls' two
-  ctx.TryCancel();
+  unread->ctx.TryCancel();
   pb::ModelStreamInferResponse r;
-  while (rw->Read(&r)) {
+  while (unread->rw->Read(&r)) {
   }
-  (void)rw->Finish();
+  (void)unread->rw->Finish();
 }
 
 // The same client with --stall-timeout-secs=2: its stream is cancelled once it has taken no
 // response for 2 s, so the model stops and frees its one instance for the next request.
 TEST_CASE("hostile: a decoupled stream whose client stops reading is cancelled after the stall timeout",
           "[hostile][grpc]") {
-  server_process s({"--model-repository", (source / "reference_server/models_decoupled").string(),
-                    "--allow-grpc=true", "--grpc-port=0", "--stall-timeout-secs=2"},
-                   false);
+  server_process s(decoupled_over_grpc("--stall-timeout-secs=2"), false);
   REQUIRE(s.grpc_port() > 0);
   auto stub = make_stub(s.grpc_port());
-  std::vector<std::int32_t> values(100000, 7);
-  std::vector<std::uint32_t> delays(values.size(), 0);
-  open_stream stalled;
-  stalled.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  stalled.rw = stub->ModelStreamInfer(&stalled.ctx);
-  REQUIRE(stalled.rw->Write(repeat_request(values, delays)));
-  {
-    pb::ModelStreamInferResponse first;
-    REQUIRE(stalled.rw->Read(&first));  // the model runs; then nothing more is read
-    CHECK(first_out(first) == 7);
-  }
+  auto stalled = unread_stream(*stub, std::chrono::seconds(60));
   const auto t0 = std::chrono::steady_clock::now();
   open_stream next;
   next.ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -564,9 +558,9 @@ TEST_CASE("hostile: a decoupled stream whose client stops reading is cancelled a
   }
   CHECK(next.rw->Finish().ok());
   // The stalled stream was cancelled by the server.
-  while (stalled.rw->Read(&r)) {
+  while (stalled->rw->Read(&r)) {
   }
-  CHECK(stalled.rw->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  CHECK(stalled->rw->Finish().error_code() == grpc::StatusCode::CANCELLED);
 }
 
 TEST_CASE("hostile: --grpc-allow-compression=false refuses compressed messages before inflating them",
