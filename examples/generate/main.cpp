@@ -32,13 +32,19 @@ int main(int argc, char** argv) {
     std::cout << "generate: " << json::serialize(reply) << "\n";
     bool ok = reply.at("id") == "g-1" && reply.at("OUTPUT0").as_array().at(15).to_number<int>() == 16;
 
-    // A decoupled model answers IN's elements one response at a time: one event each.
-    const auto events =
-        client.generate_stream("repeat_int32", {{"IN", json::array{10, 20, 30}}, {"DELAY", json::array{0, 0, 0}}, {"WAIT", 0}});
-    for (const auto& e : events) std::cout << "event: " << json::serialize(e) << "\n";
-    ok = ok && events.size() == 3;
-    for (std::size_t i = 0; ok && i < events.size(); ++i)
-      ok = !events[i].contains("error") && events[i].at("OUT").to_number<int>() == 10 * static_cast<int>(i + 1);
+    // A decoupled model answers IN's elements one response at a time, here 200 ms apart: each
+    // event is handed over as it arrives. (Without the callback, generate_stream returns them
+    // all once the stream has ended.)
+    int events = 0;
+    client.generate_stream("repeat_int32",
+                           {{"IN", json::array{10, 20, 30}}, {"DELAY", json::array{0, 200, 200}}, {"WAIT", 0}},
+                           [&](json::object&& e) {
+                             std::cout << "event: " << json::serialize(e) << "\n" << std::flush;
+                             ++events;
+                             // After the first event, a failure would arrive as {"error": ...}.
+                             ok = ok && !e.contains("error") && e.at("OUT").to_number<int>() == 10 * events;
+                           });
+    ok = ok && events == 3;
 
     std::cout << (ok ? "PASS" : "FAIL") << "\n";
     return ok ? 0 : 1;

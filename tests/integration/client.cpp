@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -165,9 +166,22 @@ TEST_CASE("client: generate and generate_stream", "[client][generate]") {
   const auto one = c.generate_stream("decoupled_identity", {{"INPUT0", boost::json::array{4, 5}}});
   REQUIRE(one.size() == 1);
   CHECK(one[0].at("OUTPUT0").as_array().at(1).to_number<int>() == 5);
+  // Event by event, as they arrive (one element: a scalar).
+  std::vector<int> seen;
+  c.generate_stream("decoupled_identity", {{"INPUT0", boost::json::array{7}}},
+                    [&](boost::json::object&& e) { seen.push_back(e.at("OUTPUT0").to_number<int>()); });
+  CHECK(seen == std::vector<int>{7});
+  // An exception out of the callback fails the call.
+  ih::error_code thrown;
+  c.generate_stream("decoupled_identity", {{"INPUT0", boost::json::array{7}}},
+                    [](boost::json::object&& e) { (void)e.at("no such key"); }, thrown);
+  CHECK(thrown == ih::client_errc::bad_response);
   ih::error_code ec;
   c.generate_stream("nope", request, ec);
   CHECK(ih::server_status(ec) == 404);
+  c.generate_stream("nope", request, [](boost::json::object&&) {}, ec);
+  CHECK(ih::server_status(ec) == 404);
+  CHECK(ec.message() == "Request for unknown model: 'nope' is not found");
   c.generate("simple", {{"INPUT0", 1}}, ec);
   CHECK(ih::server_status(ec) == 400);
   CHECK(ec.message() == "input 'INPUT0' of model 'simple' has shape [16]: 1 element does not fit it");
@@ -193,6 +207,48 @@ TEST_CASE("client: generate_stream reads every event of a chunked reply, an erro
   CHECK(events[0].at("OUT").to_number<int>() == 1);
   CHECK(events[1].at("OUT").to_number<int>() == 2);
   CHECK(events[2].at("error") == "it broke");
+}
+
+TEST_CASE("client: generate_stream hands over each event as it arrives", "[client][generate]") {
+  // The server sends one event, waits until the client has seen it, then sends the next and
+  // ends the stream; a client that waited for the whole body would deadlock (and time out).
+  std::promise<void> first_seen;
+  auto seen_future = first_seen.get_future();
+  scripted_server fake(1, [&seen_future](tcp::socket& s, int) {
+    net::streambuf buf;
+    if (!scripted_server::read_request(s, buf)) return;
+    auto chunk = [](std::string_view e) {
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", e.size());
+      return size + std::string(e) + "\r\n";
+    };
+    net::write(s, net::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                                          "Transfer-Encoding: chunked\r\n\r\n") +
+                              chunk("data: {\"OUT\":1}\n") + chunk("\ndata: {\"OUT\"")));
+    if (seen_future.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return;
+    net::write(s, net::buffer(chunk(":2}\n\n") + "0\r\n\r\n"));
+  });
+  ih::client_options o;
+  o.timeout = std::chrono::seconds(10);
+  ih::client c("127.0.0.1", fake.port(), o);
+  std::vector<int> seen;
+  c.generate_stream("m", {{"x", 1}}, [&](boost::json::object&& e) {
+    seen.push_back(e.at("OUT").to_number<int>());
+    if (seen.size() == 1) first_seen.set_value();
+  });
+  CHECK(seen == std::vector<int>{1, 2});
+
+  // An event that is not JSON fails the call.
+  scripted_server bad(1, [](tcp::socket& s, int) {
+    net::streambuf buf;
+    if (!scripted_server::read_request(s, buf)) return;
+    net::write(s, net::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                                          "Content-Length: 12\r\n\r\ndata: {oops\n\n")));
+  });
+  ih::client c2("127.0.0.1", bad.port());
+  ih::error_code ec;
+  c2.generate_stream("m", {{"x", 1}}, [](boost::json::object&&) {}, ec);
+  CHECK(ec == ih::client_errc::bad_response);
 }
 
 TEST_CASE("client: server errors carry status and message in every form", "[client]") {

@@ -67,6 +67,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -253,6 +254,15 @@ class basic_client {
   INFERWIRE_CLIENT_CALL(std::vector<boost::json::object>, generate_stream,
                       INFERWIRE_CALL_ARGS(model_id model, const boost::json::object& request),
                       INFERWIRE_CALL_ARGS(model, request))
+  /// /generate_stream event by event: `on_event` gets each event's object as it arrives (on
+  /// the thread that runs the call: the caller's for the blocking forms, the client's executor
+  /// for the asynchronous ones), then the call completes. Nothing of the stream is kept, so it
+  /// may run for as long as the model produces. `on_event` must not throw (an exception fails
+  /// the call with client_errc::bad_response).
+  INFERWIRE_CLIENT_CALL(void, generate_stream,
+                      INFERWIRE_CALL_ARGS(model_id model, const boost::json::object& request,
+                                          std::function<void(boost::json::object&&)> on_event),
+                      INFERWIRE_CALL_ARGS(model, request, std::move(on_event)))
 
   // --- Statistics, model repository, shared memory, trace and log settings: the same calls
   // in both clients, listed in <inferwire/v2/detail/client_call.hpp>.
@@ -277,6 +287,9 @@ class basic_client {
   prepared<std::vector<boost::json::object>> prepare_generate_stream(model_id model,
                                                                      const boost::json::object& request,
                                                                      const call_options& o);
+  prepared<void> prepare_generate_stream(model_id model, const boost::json::object& request,
+                                        std::function<void(boost::json::object&&)> on_event,
+                                        const call_options& o);
   prepared<v2::statistics_response> prepare_model_statistics(model_id model,
                                                              const call_options& o);
   prepared<std::vector<v2::repository_index_entry>> prepare_repository_index(

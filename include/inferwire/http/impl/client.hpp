@@ -91,6 +91,9 @@ struct call_data {
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<content_coding> request_coding, response_coding;
   error_code error;                         // a request that cannot be sent
+  // Where a 200 reply's body goes as it arrives, instead of into the reply (generate_stream
+  // event by event): the bytes, then once an empty view with `end`; false: malformed.
+  std::function<bool(std::string_view bytes, bool end)> body_sink;
 
   std::size_t body_size() const {
     return use_infer_body ? infer_body.size() : owned_body.size();
@@ -163,33 +166,56 @@ T parse_json_as(reply& r, error_code& ec) {
 }
 
 // generate_stream's body: Server-Sent Events, each `data: <JSON object>` followed by a blank
-// line (other SSE fields, if a server sent them, are skipped).
+// line (other SSE fields, if a server sent them, are skipped). Fed bytes as they arrive; each
+// complete event's object goes to `on_event`. False: an event that is not a JSON object, an
+// unfinished event at the end, or an exception out of `on_event`.
+class sse_splitter {
+ public:
+  explicit sse_splitter(std::function<void(boost::json::object&&)> on_event) : on_event_(std::move(on_event)) {}
+  bool operator()(std::string_view bytes, bool end) {
+    pending_.append(bytes);
+    std::size_t at = 0;
+    for (std::size_t blank; (blank = pending_.find("\n\n", at)) != std::string::npos; at = blank + 2)
+      if (!event(std::string_view(pending_).substr(at, blank - at))) return false;
+    pending_.erase(0, at);
+    return !end || pending_.find_first_not_of("\r\n") == std::string::npos;
+  }
+
+ private:
+  bool event(std::string_view lines) {
+    while (!lines.empty()) {
+      const std::size_t eol = lines.find('\n');
+      const std::string_view line = lines.substr(0, eol);
+      lines.remove_prefix(eol == std::string_view::npos ? lines.size() : eol + 1);
+      if (!line.starts_with("data:")) continue;
+      std::string_view data = line.substr(5);
+      if (data.starts_with(' ')) data.remove_prefix(1);
+      status st;
+      auto doc = v2::parse_json(data, st);
+      if (st || !doc.is_object()) return false;
+      try {
+        on_event_(std::move(doc.get_object()));
+      } catch (...) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::function<void(boost::json::object&&)> on_event_;
+  std::string pending_;
+};
+
 INFERWIRE_DECL std::vector<boost::json::object> parse_generate_events(reply& r, error_code& ec) {
   std::vector<boost::json::object> events;
   if (r.status != 200) {
     ec = server_error_of(r);
     return events;
   }
-  std::string_view rest = r.body;
-  while (!rest.empty()) {
-    const std::size_t end = rest.find("\n\n");
-    std::string_view event = rest.substr(0, end);
-    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 2);
-    while (!event.empty()) {
-      const std::size_t eol = event.find('\n');
-      const std::string_view line = event.substr(0, eol);
-      event.remove_prefix(eol == std::string_view::npos ? event.size() : eol + 1);
-      if (!line.starts_with("data:")) continue;
-      std::string_view data = line.substr(5);
-      if (data.starts_with(' ')) data.remove_prefix(1);
-      status st;
-      auto doc = v2::parse_json(data, st);
-      if (st || !doc.is_object()) {
-        ec = client_errc::bad_response;
-        return {};
-      }
-      events.push_back(std::move(doc.get_object()));
-    }
+  sse_splitter split([&events](boost::json::object&& e) { events.push_back(std::move(e)); });
+  if (!split(r.body, true)) {
+    ec = client_errc::bad_response;
+    events.clear();
   }
   return events;
 }
@@ -214,7 +240,8 @@ INFERWIRE_DECL infer_result parse_infer(reply& r, error_code& ec) {
 
 class reply_reader final : public bhttp::basic_parser<false> {
  public:
-  explicit reply_reader(std::size_t body_limit) : limit_(body_limit) {
+  explicit reply_reader(std::size_t body_limit, const std::function<bool(std::string_view, bool)>* sink = nullptr)
+      : limit_(body_limit), sink_(sink && *sink ? sink : nullptr) {
     this->body_limit(body_limit);
     this->eager(true);
   }
@@ -244,7 +271,9 @@ class reply_reader final : public bhttp::basic_parser<false> {
       bad_length_ = static_cast<bool>(st);
     }
   }
-  void on_header_impl(error_code&) override {}
+  void on_header_impl(error_code&) override {
+    if (sinking()) this->body_limit(boost::none);  // nothing is kept: a stream may run on
+  }
   void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
     if (length) reply_.body.reserve(static_cast<std::size_t>(std::min(*length, reserve_cap)));
   }
@@ -256,9 +285,18 @@ class reply_reader final : public bhttp::basic_parser<false> {
                                  error_code& ec) override {
     return append(body, ec);
   }
-  void on_finish_impl(error_code&) override {}
+  void on_finish_impl(error_code& ec) override {
+    if (sinking() && !(*sink_)({}, true)) ec = client_errc::bad_response;
+  }
+
+  // A 200 reply without a content coding goes to the sink, when there is one.
+  bool sinking() const noexcept { return sink_ && reply_.status == 200 && !seen_coding_; }
 
   std::size_t append(beast::string_view body, error_code& ec) {
+    if (sinking()) {
+      if (!(*sink_)(std::string_view(body.data(), body.size()), false)) ec = client_errc::bad_response;
+      return body.size();
+    }
     if (body.size() > limit_ - reply_.body.size()) {
       ec = bhttp::error::body_limit;
       return 0;
@@ -270,6 +308,7 @@ class reply_reader final : public bhttp::basic_parser<false> {
   reply reply_;
   std::string coding_;
   std::size_t limit_;
+  const std::function<bool(std::string_view, bool)>* sink_;
   bool seen_coding_ = false;
   bool seen_length_ = false;
   bool bad_length_ = false;
@@ -750,7 +789,7 @@ class exchange_op {
           BOOST_ASIO_CORO_YIELD net::defer(st.executor(), std::move(self));
         }
         if (!ec) {
-          conn_->parser.emplace(st.options.max_response_size);
+          conn_->parser.emplace(st.options.max_response_size, &call_->body_sink);
           while (parse_some(*conn_->parser, conn_->buffer, ec)) {
             BOOST_ASIO_CORO_YIELD {
               auto lock = io_lock();
@@ -1051,7 +1090,7 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
     int fd = conn->fd >= 0 ? conn->fd : transport<Stream>::lowest(*conn->stream).native_handle();
     error_code e = io.send(fd, call.buffers);
     if (!e) {
-      conn->parser.emplace(st.options.max_response_size);
+      conn->parser.emplace(st.options.max_response_size, &call.body_sink);
       e = io.receive(fd, *conn->parser, conn->buffer);
     }
     if (!e) break;
@@ -1480,6 +1519,15 @@ auto basic_client<Stream>::prepare_generate_stream(model_id m, const boost::json
                                                    const call_options& o) -> prepared<std::vector<boost::json::object>> {
   return {detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o),
           &detail::parse_generate_events};
+}
+
+template <class Stream>
+auto basic_client<Stream>::prepare_generate_stream(model_id m, const boost::json::object& request,
+                                                   std::function<void(boost::json::object&&)> on_event,
+                                                   const call_options& o) -> prepared<void> {
+  auto c = detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o);
+  c->body_sink = detail::sse_splitter(std::move(on_event));
+  return {std::move(c), &detail::parse_empty};
 }
 
 template <class Stream>
