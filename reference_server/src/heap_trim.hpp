@@ -17,7 +17,9 @@ namespace inferwire::server {
 /// requests left the server 60-120 MiB larger for good, depending on how many arenas its threads
 /// used. This returns free pages to the system (`malloc_trim`) once the server is quiet: no
 /// request in flight and no large one for `quiet`. A steady stream of large requests never
-/// triggers it (their memory is reused), so it costs nothing on their path.
+/// triggers it (their memory is reused), so it costs nothing on their path. glibc's trim
+/// releases free blocks inside every heap and the main heap's free end; the free end of a
+/// thread's heap stays for reuse up to the trim threshold (core/allocator.hpp).
 class heap_trimmer {
  public:
   /// Requests of at least this many bytes mark the heap for a trim.

@@ -170,7 +170,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
         budget_refused_ = true;
         ec = bhttp::error::body_limit;
       } else {
-        s_.heap.note(size);
+        chunked_bytes_ += size;
+        s_.heap.note(chunked_bytes_);  // a large body, whatever the size of its chunks
       }
     };
   }
@@ -217,6 +218,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     // body costs is charged to the server's budget as its bytes arrive.
     parser_->body_limit(s_.max_body_size());
     chunks_ = 0;
+    chunked_bytes_ = 0;
     chunk_overflow_ = false;
     budget_refused_ = false;
     parser_->on_chunk_header(chunk_cb_);
@@ -676,6 +678,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   std::optional<bhttp::request_parser<growing_body>> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
   std::size_t chunks_ = 0;
+  std::uint64_t chunked_bytes_ = 0;  ///< the chunked body's bytes so far
   bool chunk_overflow_ = false;
   bool budget_refused_ = false;
   bool unread_body_ = false;  ///< a refused body's bytes may still be arriving

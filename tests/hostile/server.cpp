@@ -164,6 +164,31 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          REQUIRE(r);
          CHECK(r->status == 413);
        }},
+      {"large chunked bodies in small chunks reuse their memory",
+       [&](server_process&) {
+         // 6 MiB in 16 KiB chunks, three times: each body's string (8 MiB, in the I/O thread's
+         // heap) is freed when its request is done and reused by the next, not added to it.
+         const std::string body = simple_body("") + std::string(std::size_t{6} << 20, ' ');
+         std::string framed = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+         for (std::size_t at = 0; at < body.size(); at += 16384) {
+           const std::string part = body.substr(at, 16384);
+           char size[16];
+           std::snprintf(size, sizeof size, "%zx\r\n", part.size());
+           framed += size + part + "\r\n";
+         }
+         framed += "0\r\n\r\n";
+         std::uint64_t first = 0;
+         for (int i = 0; i < 3; ++i) {
+           connection c(port);
+           c.send(framed);
+           auto r = c.read();
+           REQUIRE(r);
+           CHECK(r->status == 200);
+           if (i == 0) first = hostile::rss_mib(pid);
+         }
+         INFO("server RSS " << first << " MiB after the first, " << hostile::rss_mib(pid) << " MiB after the third");
+         CHECK(hostile::rss_mib(pid) <= first + 3);
+       }},
       {"a compressed body that inflates past the in-flight budget is refused with 413",
        [&](server_process&) {
          // 12 KiB of gzip that inflates to 12 MiB of JSON: the inflated bytes count, as the
