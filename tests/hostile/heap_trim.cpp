@@ -42,7 +42,8 @@ TEST_CASE("heap trim: waits until nothing is in flight, and small requests never
   CHECK(trim.trims() == 2);
 }
 
-#if defined(__GLIBC__)
+// glibc's allocator only: the sanitizers (scripts/tsan.sh, ASan) bring their own.
+#if defined(__GLIBC__) && !defined(INFERWIRE_TSAN) && !defined(__SANITIZE_ADDRESS__)
 TEST_CASE("heap trim: free pages in the middle of the heap go back to the system", "[hostile][heap]") {
   // 64 MiB in 64 KiB blocks (below malloc's mmap threshold, so in the heap), then all freed but
   // the last, which keeps the heap from shrinking at its top: the pages stay resident.
