@@ -235,11 +235,12 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
            CHECK_THAT(r.error_message(), Catch::Matchers::Contains("input byte size mismatch"));
            streams.push_back(std::move(os));
          }
-         // 384 MiB more when each stream kept its request; 50-120 MiB more (free, in the heap's
-         // arenas) until the server trims its heap once quiet.
-         const auto idle = hostile::settled_rss_mib(pid, before + 32);
+         // 384 MiB more when each stream kept its request. What the requests left free in the
+         // heap's arenas (50-120 MiB, depending on the machine) mostly goes back once the server
+         // is quiet (the heap trim, whose own cases are in heap_trim.cpp).
+         const auto idle = hostile::settled_rss_mib(pid, before + 64);
          INFO("server RSS " << before << " MiB before, " << idle << " MiB with 8 idle streams");
-         CHECK(idle < before + 32);
+         CHECK(idle < before + 64);
          // The streams go on with small requests.
          for (auto& os : streams) {
            REQUIRE(os->rw->Write(simple_request()));
@@ -310,7 +311,9 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
     c.attack();
     REQUIRE(s.running());
     still_serving(*stub, s.http_port());
-    CHECK(hostile::settled_rss_mib(pid, base_rss + 96) < base_rss + 96);
+    // What requests leave free goes back once the server is quiet, except the free end of a
+    // thread's heap, which glibc keeps for reuse up to the 64 MiB trim threshold.
+    CHECK(hostile::settled_rss_mib(pid, base_rss + 128) < base_rss + 128);
   }
   // Streams that ended give back whatever they held.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -200,7 +200,7 @@ TEST_CASE("generate_stream: a client that stops reading holds back the model, no
   std::this_thread::sleep_for(std::chrono::seconds(1));
   CHECK_FALSE(answered);
   INFO("server RSS " << before << " MiB before, " << held << " MiB after 1 s, " << rss_mib() << " MiB after 2 s");
-  CHECK(rss_mib() <= held + 2);  // nothing piles up
+  CHECK(rss_mib() <= held + 4);  // nothing piles up (14 MB of events, were they kept)
   CHECK(held < before + 48);     // the request's own decoding (a 1.6 MB JSON body) included
   // The client goes away: the model stops, and the request behind it runs.
   const auto t0 = std::chrono::steady_clock::now();
