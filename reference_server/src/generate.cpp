@@ -6,9 +6,6 @@
 
 #include <boost/json/value.hpp>
 
-#include <charconv>
-#include <type_traits>
-#include <variant>
 
 namespace inferwire::server {
 
@@ -45,42 +42,24 @@ status add_tensor(const model_config& c, const tensor_config& in, const boost::j
   for (const auto& t : out.inputs)
     if (t.name == in.name)
       return {errc::invalid_arg, "input '" + in.name + "' is given more than once"};
-  boost::json::value wrapped;
-  if (!v.is_array()) wrapped = boost::json::array{v};
+  // A scalar is a one-element array.
+  const boost::json::value wrapped = v.is_array() ? boost::json::value() : boost::json::value(boost::json::array{v});
   const boost::json::value& data = v.is_array() ? v : wrapped;
-  const boost::json::array* elements = &data.get_array();
-  for (const auto& e : *elements)
+  const boost::json::array& elements = data.get_array();
+  for (const auto& e : elements)
     if (e.is_array() || e.is_object() || e.is_null())
       return {errc::invalid_arg, "input '" + in.name + "' must be a scalar or a flat array of scalars"};
   v2::infer_input t;
   t.name = in.name;
   t.datatype = in.datatype;
   t.encoding = v2::tensor_encoding::json;
-  const auto count = static_cast<std::int64_t>(elements->size());
+  const auto count = static_cast<std::int64_t>(elements.size());
   if (auto st = fit_shape(c, in, count, t.shape)) return st;
   std::string bytes;
   if (auto st = v2::decode_json_tensor_data(data, in.datatype, count, in.name, bytes)) return st;
   t.data = v2::tensor_data::own(std::move(bytes));
   out.inputs.push_back(std::move(t));
   return {};
-}
-
-void append_parameter(std::string& out, const parameter_value& v) {
-  std::visit(
-      [&out](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          out += x ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, double>) {
-          v2::append_json_double(out, x);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          v2::append_json_string(out, x);
-        } else {
-          char digits[24];
-          out.append(digits, std::to_chars(digits, digits + sizeof digits, x).ptr);
-        }
-      },
-      v);
 }
 
 }  // namespace
@@ -151,12 +130,7 @@ status encode_generate_response(const v2::infer_response& r, std::string& out) {
       out.erase(at, 1);
     }
   }
-  for (const auto& [k, v] : r.parameters) {
-    out += ',';
-    v2::append_json_string(out, k);
-    out += ':';
-    append_parameter(out, v);
-  }
+  v2::detail::append_parameter_members(out, r.parameters, true);
   out += '}';
   return {};
 }

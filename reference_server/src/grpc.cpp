@@ -271,7 +271,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
                                          pb::ModelInferResponse* r) {
     if (auto st = restricted(&ctx->context(), api_category::inference)) return ctx->finish(to_grpc(st));
     auto call = std::make_shared<infer_call>();
-    if (auto st = guarded([&] { return prepare(*q, *call, true); })) return ctx->finish(to_grpc(st));
+    if (auto st = guarded([&] { return prepare(*q, size_of(*q), *call, true); })) return ctx->finish(to_grpc(st));
     // The message was read before this handler ran: both read stamps are its arrival.
     if (call->trace) {
       call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
@@ -418,8 +418,9 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       // (cleared strings and repeated fields keep their capacity), outside the in-flight
       // budget: 128 MiB sent once stayed for the stream's life. Such a message is let go before
       // the next read.
-      renew_request_ = request_.ByteSizeLong() + parsed_typed_bytes(request_) > kept_request_bytes;
-      status st = guarded([&] { return svc_.prepare(request_, *call); });
+      const message_size size = size_of(request_);
+      renew_request_ = size.total() > kept_request_bytes;
+      status st = guarded([&] { return svc_.prepare(request_, size, *call); });
       empty_final_ = call->request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
       if (st) {
         answered(*call, std::move(st));
@@ -618,17 +619,24 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
 
   // Lookup, decoding, shared memory and validation (a failure after the lookup counts in the
   // model's statistics).
-  status prepare(const pb::ModelInferRequest& q, infer_call& call, bool refuse_decoupled = false) {
+  // What a request message takes: its bytes as received, and what protobuf made of its typed
+  // contents beyond them.
+  struct message_size {
+    std::uint64_t wire = 0, typed = 0;
+    std::uint64_t total() const noexcept { return wire + typed; }
+  };
+  static message_size size_of(const pb::ModelInferRequest& q) { return {q.ByteSizeLong(), parsed_typed_bytes(q)}; }
+
+  status prepare(const pb::ModelInferRequest& q, message_size size, infer_call& call, bool refuse_decoupled = false) {
     // A large message leaves the heap larger once answered, whether or not it was valid.
-    const std::uint64_t typed_bytes = parsed_typed_bytes(q);
-    svc_.state().heap.note(q.ByteSizeLong() + typed_bytes);
+    svc_.state().heap.note(size.total());
     if (auto st = svc_.find_model(q.model_name(), q.model_version(), call)) return st;
     const model_config& c = *call.model->config;
     // Upstream's ModelInfer handler refuses decoupled models with this text (HTTP has its own).
     if (refuse_decoupled && c.decoupled)
       return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
     if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
-    if (!svc_.hold_decoded(call, typed_bytes))
+    if (!svc_.hold_decoded(call, size.typed))
       return {errc::unavailable, svc_.state().body_budget.exhausted_text()};
     return svc_.admit(call);
   }

@@ -519,9 +519,6 @@ struct endpoints::generate_job : infer_call, std::enable_shared_from_this<endpoi
     out->respond(std::move(rep));
     return true;
   }
-
-  // A response as its generate object; an encoding failure is the request's error.
-  status encode(const v2::infer_response& r, std::string& json) const { return encode_generate_response(r, json); }
 };
 
 std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool streaming,
@@ -550,11 +547,11 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
     ++j->responses;
     if (!j->streaming) {
       if (j->responses > 1) return false;
-      if (auto st = j->encode(resp, j->only)) j->only = v2::error_body(st.message());
+      if (auto st = encode_generate_response(resp, j->only)) j->only = v2::error_body(st.message());
       return true;
     }
     std::string json;
-    if (auto st = j->encode(resp, json)) json = v2::error_body(st.message());
+    if (auto st = encode_generate_response(resp, json)) json = v2::error_body(st.message());
     return j->send(sse_event(json));
   });
   if (decoupled) hooks.sink = sink.get();
@@ -562,7 +559,7 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
     // The job, which the reply keeps, no longer holds the connection that holds the reply.
     const auto keep = j->shared_from_this();
     std::string json;
-    if (!done && !decoupled) done = j->encode(j->response, json);
+    if (!done && !decoupled) done = encode_generate_response(j->response, json);
     if (j->streaming) {
       if (!j->stream) {
         // Nothing sent yet: a failure is a plain error reply; a success starts the stream

@@ -136,6 +136,9 @@ namespace detail {
 /// count checked, and Triton's texts (the generate endpoint's parameters use it too).
 INFERWIRE_DECL status decode_request_parameters(const boost::json::value& v, parameter_map& out,
                                         const codec_limits& limits);
+/// Appends the `"key":value` members of `m` (no braces), a comma before each one when `comma`
+/// (then after the first); returns whether a member was written or `comma` was set.
+INFERWIRE_DECL bool append_parameter_members(std::string& h, const parameter_map& m, bool comma);
 }  // namespace detail
 
 /// The body of every HTTP error reply: {"error":"<message>"}.
