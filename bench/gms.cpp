@@ -267,6 +267,77 @@ void import_cpu(const std::string& path) {
               bench::median(t_each) * 1e3, bench::median(r_each));
 }
 
+/// Where the GPU limit's time goes: each phase of local_import_seconds timed alone, then the
+/// imports and the mappings spread over threads (does the driver overlap them?). `handles` are
+/// this process's allocations; each phase gets fresh descriptors.
+void gpu_phases(gms::cuda_vmm_backend& memory, const std::vector<gms::cuda_vmm_backend::handle>& handles,
+                gms::cuda_vmm_mapper& m, std::size_t each) {
+  using mapper_handle = gms::cuda_vmm_mapper::handle;
+  const std::size_t n = handles.size(), total = each * n;
+  auto fresh_fds = [&] {
+    std::vector<int> fds;
+    for (const auto& h : handles) fds.push_back(memory.export_fd(h));
+    return fds;
+  };
+  CUcontext ctx = nullptr;
+  gms::detail::vmm().ctx_get_current(&ctx);
+  // Runs f(i) for i in [0, n) on `threads` threads (this one included), each with the context.
+  auto spread = [&](int threads, const std::function<void(std::size_t)>& f) {
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        gms::detail::vmm().ctx_set_current(ctx);
+        for (std::size_t i = static_cast<std::size_t>(t); i < n; i += static_cast<std::size_t>(threads)) f(i);
+      });
+    for (std::size_t i = 0; i < n; i += static_cast<std::size_t>(threads)) f(i);
+    for (auto& t : ts) t.join();
+  };
+  for (int threads : {1, 4, 8}) {
+    auto fds = fresh_fds();
+    std::vector<mapper_handle> hs(n);
+    std::uintptr_t base = 0;
+    const double t_import = seconds_of([&] { spread(threads, [&](std::size_t i) { hs[i] = m.import(gms::unique_fd(fds[i]), each); }); });
+    const double t_map = seconds_of([&] {
+      base = m.reserve(total);
+      spread(threads, [&](std::size_t i) { m.map_without_access(base + i * each, each, hs[i]); });
+    });
+    const double t_access = seconds_of([&] {
+      const std::size_t parts = static_cast<std::size_t>(threads), slice = n / parts * each;
+      std::vector<std::thread> ts;
+      for (std::size_t p = 1; p < parts; ++p)
+        ts.emplace_back([&, p] {
+          gms::detail::vmm().ctx_set_current(ctx);
+          m.set_access(base + p * slice, p + 1 == parts ? total - p * slice : slice, false);
+        });
+      m.set_access(base, parts == 1 ? total : slice, false);
+      for (auto& t : ts) t.join();
+      m.synchronize();
+    });
+    const double t_unmap = seconds_of([&] {
+      spread(threads, [&](std::size_t i) { m.unmap(base + i * each, each, hs[i]); });
+      m.free_va(base, total);
+    });
+    std::printf("  phases on %d thread(s): import %6.2f ms, reserve+map %6.2f ms, set access %6.2f ms (%d range(s)),"
+                " total %6.2f ms; unmap+release %6.2f ms\n",
+                threads, t_import * 1e3, t_map * 1e3, t_access * 1e3, threads, (t_import + t_map + t_access) * 1e3,
+                t_unmap * 1e3);
+  }
+  {  // access set per allocation, right after its mapping (what one-by-one imports do)
+    auto fds = fresh_fds();
+    std::vector<mapper_handle> hs(n);
+    std::uintptr_t base = 0;
+    const double t = seconds_of([&] {
+      for (std::size_t i = 0; i < n; ++i) hs[i] = m.import(gms::unique_fd(fds[i]), each);
+      base = m.reserve(total);
+      for (std::size_t i = 0; i < n; ++i) m.map(base + i * each, each, hs[i], false);
+      m.synchronize();
+    });
+    for (std::size_t i = 0; i < n; ++i) m.unmap(base + i * each, each, hs[i]);
+    m.free_va(base, total);
+    std::printf("  access set per allocation instead of once: total %6.2f ms\n", t * 1e3);
+  }
+}
+
 void import_gpu(const std::string& server_binary, const std::string& dir) {
   std::printf("(c) GPU: import and map 8 GiB in 512 allocations vs cudaMemcpy from pinned memory\n");
   if (!inferwire::cuda::available()) {
@@ -307,6 +378,7 @@ void import_gpu(const std::string& server_binary, const std::string& dir) {
         fds.push_back(local_memory.export_fd(h));
       }
       t_local = local_import_seconds(r.mapper(), fds, each);
+      gpu_phases(local_memory, handles, r.mapper(), each);
       for (auto& h : handles) local_memory.release(h);
     }
     void* host = nullptr;

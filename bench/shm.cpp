@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <regex>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -184,11 +185,33 @@ int gpu_shm(const std::string& server, int rounds) {
   cpu.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int32_t>(y16), {1, 16}));
   c.infer("simple", cpu);  // warm up
   c.infer("simple_gpu", small);
-  std::vector<double> t_small, t_cpu;
+  auto bare_small = [&] {
+    inferwire::cuda::check(inferwire::server::kernels::add_sub(
+                               inferwire::server::kernels::element::i32, base_in, base_in + bytes,
+                               base_out, base_out + bytes, 16, cudaStreamPerThread),
+                           "kernel");
+    inferwire::cuda::check(cudaStreamSynchronize(cudaStreamPerThread), "sync");
+  };
+  // The same 16 elements sent as binary data to the GPU model: staged through device scratch
+  // (two copies in, the kernel, two copies out, one wait).
+  v2::infer_request staged;
+  staged.inputs.push_back(v2::make_input("INPUT0", std::span<const std::int32_t>(x16), {16}));
+  staged.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int32_t>(y16), {16}));
+  c.infer("simple_gpu", staged);
+  const auto small_before = c.model_statistics("simple_gpu").model_stats.at(0).inference_stats;
+  std::vector<double> t_small, t_cpu, t_bare_small, t_bare_idle;
   for (int block = 0; block < 3; ++block) {
     for (int r = 0; r < rounds; ++r) t_small.push_back(time_us([&] { c.infer("simple_gpu", small); }));
     for (int r = 0; r < rounds; ++r) t_cpu.push_back(time_us([&] { c.infer("simple", cpu); }));
+    for (int r = 0; r < rounds; ++r) t_bare_small.push_back(time_us(bare_small));
+    for (int r = 0; r < rounds; ++r) {  // as the server sees it: the GPU idle between requests
+      std::this_thread::sleep_for(std::chrono::microseconds(30));
+      t_bare_idle.push_back(time_us(bare_small));
+    }
   }
+  const auto small_after = c.model_statistics("simple_gpu").model_stats.at(0).inference_stats;
+  std::vector<double> t_staged;
+  for (int r = 0; r < 3 * rounds; ++r) t_staged.push_back(time_us([&] { c.infer("simple_gpu", staged); }));
   // Check a sample of the results.
   std::vector<std::int32_t> sum(1024), diff(1024);
   out.copy_to_host(bytes - 4096, std::as_writable_bytes(std::span(sum)));
@@ -221,6 +244,16 @@ int gpu_shm(const std::string& server, int rounds) {
   std::printf("    the same request on 16 elements: %.1f us (the fixed cost of a request)\n", fixed);
   std::printf("    16-element HTTP request on the CPU model 'simple': %.1f us; ratio %.2fx (target <= 1.3: %s)\n",
               cpu_16, fixed / cpu_16, fixed <= 1.3 * cpu_16 ? "met" : "NOT met");
+  std::printf("    of which inside the server: queue %.1f us, input %.1f us, infer %.1f us, output %.1f us, "
+              "whole request %.1f us; bare 16-element kernel + sync %.1f us\n",
+              per(small_before.queue, small_after.queue),
+              per(small_before.compute_input, small_after.compute_input),
+              per(small_before.compute_infer, small_after.compute_infer),
+              per(small_before.compute_output, small_after.compute_output),
+              per(small_before.success, small_after.success), median(t_bare_small));
+  std::printf("    bare 16-element kernel + sync after 30 us idle: %.1f us\n", median(t_bare_idle));
+  std::printf("    16 elements as binary data to the GPU model (staged: 2 copies in, kernel, 2 out): %.1f us,"
+              " %.2fx the CPU model\n", median(t_staged), median(t_staged) / cpu_16);
   std::printf("    host copies during %d requests: %llu (target 0); errors %d\n", 3 * rounds,
               static_cast<unsigned long long>(copies), errors);
   c.unregister_cuda_shared_memory();

@@ -296,9 +296,12 @@ class sequence_backend final : public backend {
 
 // --- GPU instances -------------------------------------------------------------------------
 // Inputs already on the instance's GPU (CUDA shared memory) are read in place; outputs whose
-// destination is device memory of that GPU are written in place. Everything else is staged.
+// destination is device memory of that GPU are written in place. Everything else is staged
+// through pooled scratch. Copies and kernels are queued on the thread's stream, and a request
+// waits for the GPU once, at its end.
 
-/// The device address of an input on GPU `device`, staging it into `scratch` when needed.
+/// The device address of an input on GPU `device`, staging it into `scratch` when needed (the
+/// copy is queued).
 status device_input(const execution& e, const v2::infer_input& in, int device,
                     device_buffer& scratch, const std::byte*& out) {
   const placement p = e.place_of(in);
@@ -309,7 +312,7 @@ status device_input(const execution& e, const v2::infer_input& in, int device,
   status st;
   scratch = device_buffer(p.size, device, st);
   if (st) return st;
-  if (auto c = gpu_copy({scratch.data(), p.size, device}, p, p.size)) return c;
+  if (auto c = gpu_copy({scratch.data(), p.size, device}, p, p.size, gpu_completion::queue)) return c;
   out = scratch.data();
   return {};
 }
@@ -326,7 +329,8 @@ std::byte* device_output(const execution& e, std::string_view name, std::size_t 
 }
 
 /// The output for data at `data` on GPU `device`: a view when it is the output's destination,
-/// else copied to its host destination (when that holds it) or to new host memory.
+/// else copied to its host destination (when that holds it) or to new host memory. The copy is
+/// queued; the caller waits with gpu_wait before the output is used.
 status finish_device_output(execution& e, const tensor_config& t, const shape_t& shape,
                             std::byte* data, std::size_t bytes, int device, data_type type) {
   const placement* p = e.output_place(t.name);
@@ -337,11 +341,12 @@ status finish_device_output(execution& e, const tensor_config& t, const shape_t&
   if (p && p->data == data) {
     o.data = v2::tensor_data::view({data, bytes});
   } else if (p && !p->on_device() && p->size >= bytes) {
-    if (auto st = gpu_copy(*p, {data, bytes, device}, bytes)) return st;
+    if (auto st = gpu_copy(*p, {data, bytes, device}, bytes, gpu_completion::queue)) return st;
     o.data = v2::tensor_data::view({p->data, bytes});
   } else {
     std::string host(bytes, '\0');
-    if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), bytes, -1}, {data, bytes, device}, bytes))
+    if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), bytes, -1}, {data, bytes, device}, bytes,
+                           gpu_completion::queue))
       return st;
     o.data = v2::tensor_data::own(std::move(host));
   }
@@ -374,10 +379,12 @@ class gpu_simple_backend final : public backend {
     if (st) return st;
     std::byte* diff = device_output(e, c.outputs[1].name, bytes, device, sdiff, st);
     if (st) return st;
-    if (auto k = gpu_add_sub(device, a->datatype, pa, pb, sum, diff, bytes / width)) return k;
-    if (auto d = apply_delay(e)) return d;
+    if (auto k = gpu_add_sub(device, a->datatype, pa, pb, sum, diff, bytes / width, gpu_completion::queue))
+      return k;
     if (auto f = finish_device_output(e, c.outputs[0], a->shape, sum, bytes, device, a->datatype)) return f;
-    return finish_device_output(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype);
+    if (auto f = finish_device_output(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype)) return f;
+    if (auto w = gpu_wait(device)) return w;
+    return apply_delay(e);
   }
 };
 
@@ -387,14 +394,18 @@ class gpu_identity_backend final : public backend {
  public:
   bool on_gpu() const noexcept override { return true; }
   status execute(execution& e) override {
-    return for_each_identity_pair(e, [&e](const v2::infer_input& in, const tensor_config& out) -> status {
+    std::vector<int> queued;  // devices whose stream has copies to wait for, once, at the end
+    auto st = for_each_identity_pair(e, [&e, &queued](const v2::infer_input& in, const tensor_config& out) -> status {
       const placement src = e.place_of(in);
       const placement* dst = e.output_place(out.name);
-      if (src.on_device() && !(dst && dst->on_device() && dst->size >= src.size))
+      if (src.on_device() && !(dst && dst->on_device() && dst->size >= src.size)) {
+        queued.push_back(src.device);
         return finish_device_output(e, out, in.shape, src.data, src.size, src.device, in.datatype);
+      }
       v2::infer_output o{out.name, in.datatype, in.shape, v2::tensor_encoding::binary, {}, {}};
       if (dst && dst->on_device() && dst->size >= src.size) {
-        if (auto st = gpu_copy(*dst, src, src.size)) return st;
+        queued.push_back(dst->device);  // gpu_copy queues on the destination's device
+        if (auto c = gpu_copy(*dst, src, src.size, gpu_completion::queue)) return c;
         o.data = v2::tensor_data::view({dst->data, src.size});
       } else {
         o.data = v2::tensor_data::view(in.data.bytes());
@@ -402,6 +413,11 @@ class gpu_identity_backend final : public backend {
       e.outputs.push_back(std::move(o));
       return {};
     });
+    std::sort(queued.begin(), queued.end());
+    queued.erase(std::unique(queued.begin(), queued.end()), queued.end());
+    for (int device : queued)
+      if (auto w = gpu_wait(device)) return w;
+    return st;
   }
 };
 

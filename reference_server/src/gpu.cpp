@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 
 #if INFERWIRE_SERVER_CUDA
 #include "kernels.hpp"
@@ -50,19 +51,46 @@ bool element_of(data_type t, kernels::element& out) {
 
 }  // namespace
 
+namespace {
+
+// Whether `device` allocates scratch from its stream-ordered pool, decided once per device;
+// its pool then keeps up to scratch_pool_keep bytes of freed memory instead of returning them
+// at every synchronization (the pool's default).
+bool pooled_scratch(int device) {
+  constexpr int tracked = 64;
+  static std::once_flag once[tracked];
+  static bool pooled[tracked] = {};
+  if (device < 0 || device >= tracked) return false;
+  std::call_once(once[device], [device] {
+    int supported = 0;
+    cudaMemPool_t pool = nullptr;
+    std::uint64_t keep = scratch_pool_keep;
+    pooled[device] = cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess &&
+                     supported && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+                     cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
+    (void)cudaGetLastError();
+  });
+  return pooled[device];
+}
+
+}  // namespace
+
 device_buffer::device_buffer(std::size_t size, int device, status& st) {
   st = {};
   if (size == 0) return;
   try {
     cuda::device_guard g(device);
     void* p = nullptr;
-    if (auto e = cudaMalloc(&p, size); e != cudaSuccess) {
-      st = cuda_failure(e, "cudaMalloc(" + std::to_string(size) + ")");
+    const bool pooled = pooled_scratch(device);
+    const cudaError_t e = pooled ? cudaMallocAsync(&p, size, cudaStreamPerThread) : cudaMalloc(&p, size);
+    if (e != cudaSuccess) {
+      st = cuda_failure(e, (pooled ? "cudaMallocAsync(" : "cudaMalloc(") + std::to_string(size) + ")");
       return;
     }
     data_ = static_cast<std::byte*>(p);
     size_ = size;
     device_ = device;
+    pooled_ = pooled;
   } catch (const std::exception& e) {
     st = {errc::internal, e.what()};
   }
@@ -70,7 +98,7 @@ device_buffer::device_buffer(std::size_t size, int device, status& st) {
 
 device_buffer::device_buffer(device_buffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      device_(std::exchange(o.device_, -1)) {}
+      device_(std::exchange(o.device_, -1)), pooled_(std::exchange(o.pooled_, false)) {}
 
 device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
   if (this != &o) {
@@ -78,6 +106,7 @@ device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     device_ = std::exchange(o.device_, -1);
+    pooled_ = std::exchange(o.pooled_, false);
   }
   return *this;
 }
@@ -86,12 +115,25 @@ device_buffer::~device_buffer() {
   if (!data_) return;
   int previous = 0;
   (void)cudaGetDevice(&previous);
-  (void)cudaSetDevice(device_);
-  (void)cudaFree(data_);
-  (void)cudaSetDevice(previous);
+  if (previous != device_) (void)cudaSetDevice(device_);
+  // In stream order on this thread's stream: work queued on it before has used the memory, and
+  // work elsewhere (another thread's stream) was waited for before the buffer is dropped.
+  (void)(pooled_ ? cudaFreeAsync(data_, cudaStreamPerThread) : cudaFree(data_));
+  if (previous != device_) (void)cudaSetDevice(previous);
 }
 
-status gpu_copy(placement dst, placement src, std::size_t size) {
+status gpu_wait(int device) {
+  try {
+    cuda::device_guard g(device);
+    if (auto e = cudaStreamSynchronize(cudaStreamPerThread); e != cudaSuccess)
+      return cuda_failure(e, "waiting for the GPU");
+  } catch (const std::exception& x) {
+    return {errc::internal, x.what()};
+  }
+  return {};
+}
+
+status gpu_copy(placement dst, placement src, std::size_t size, gpu_completion completion) {
   if (size == 0) return {};
   if (!dst.on_device() && !src.on_device()) {
     std::memcpy(dst.data, src.data, size);
@@ -107,7 +149,7 @@ status gpu_copy(placement dst, placement src, std::size_t size) {
       e = cudaMemcpyAsync(dst.data, src.data, size, cudaMemcpyDefault, cudaStreamPerThread);
       if (dst.on_device() != src.on_device()) host_copies.fetch_add(1, std::memory_order_relaxed);
     }
-    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e == cudaSuccess && completion == gpu_completion::wait) e = cudaStreamSynchronize(cudaStreamPerThread);
     if (e != cudaSuccess) return cuda_failure(e, "cudaMemcpy");
   } catch (const std::exception& x) {
     return {errc::internal, x.what()};
@@ -116,7 +158,7 @@ status gpu_copy(placement dst, placement src, std::size_t size) {
 }
 
 status gpu_add_sub(int device, data_type type, const std::byte* a, const std::byte* b,
-                   std::byte* sum, std::byte* diff, std::size_t count) {
+                   std::byte* sum, std::byte* diff, std::size_t count, gpu_completion completion) {
   kernels::element el{};
   if (!element_of(type, el))
     return {errc::invalid_arg,
@@ -124,7 +166,7 @@ status gpu_add_sub(int device, data_type type, const std::byte* a, const std::by
   try {
     cuda::device_guard g(device);
     cudaError_t e = kernels::add_sub(el, a, b, sum, diff, count, cudaStreamPerThread);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+    if (e == cudaSuccess && completion == gpu_completion::wait) e = cudaStreamSynchronize(cudaStreamPerThread);
     if (e != cudaSuccess) return cuda_failure(e, "the simple kernel");
   } catch (const std::exception& x) {
     return {errc::internal, x.what()};
@@ -145,16 +187,18 @@ device_buffer::device_buffer(device_buffer&&) noexcept = default;
 device_buffer& device_buffer::operator=(device_buffer&&) noexcept = default;
 device_buffer::~device_buffer() = default;
 
-status gpu_copy(placement dst, placement src, std::size_t size) {
+status gpu_copy(placement dst, placement src, std::size_t size, gpu_completion) {
   if (dst.on_device() || src.on_device()) return {errc::unsupported, gpu_unavailable_reason()};
   if (size) std::memcpy(dst.data, src.data, size);
   return {};
 }
 
 status gpu_add_sub(int, data_type, const std::byte*, const std::byte*, std::byte*, std::byte*,
-                   std::size_t) {
+                   std::size_t, gpu_completion) {
   return {errc::unsupported, gpu_unavailable_reason()};
 }
+
+status gpu_wait(int) { return {errc::unsupported, gpu_unavailable_reason()}; }
 
 #endif
 

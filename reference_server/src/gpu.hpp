@@ -26,7 +26,11 @@ std::string gpu_unavailable_reason();
 /// Host<->device copies made so far (staging of tensors that are not where the model runs).
 std::uint64_t gpu_host_copies() noexcept;
 
-/// Device memory on one GPU, freed when destroyed.
+/// Device scratch memory on one GPU, freed when destroyed. It comes from the device's
+/// stream-ordered pool on the calling thread's stream (no device-wide synchronization on either
+/// end, and freed memory is reused: up to `scratch_pool_keep` bytes per device stay cached), or
+/// from cudaMalloc where the device has no memory pools. Use it on one thread's stream, or after
+/// the work that used it was waited for.
 class device_buffer {
  public:
   device_buffer() = default;
@@ -41,15 +45,32 @@ class device_buffer {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   int device_ = -1;
+  bool pooled_ = false;
 };
 
+/// Freed device scratch a GPU's pool keeps for reuse (beyond it, memory goes back to the device
+/// at the next synchronization).
+inline constexpr std::uint64_t scratch_pool_keep = std::uint64_t{64} << 20;
+
+/// Whether a GPU call waits for the work it queued.
+enum class gpu_completion { wait, queue };
+
 /// Copies `size` bytes between any two places (host or device, any devices) on the calling
-/// thread's stream and waits for it. Counts a host copy when exactly one side is host memory.
-status gpu_copy(placement dst, placement src, std::size_t size);
+/// thread's stream; with `gpu_completion::wait` it waits for it. A queued copy from host memory
+/// has read its source when the call returns, and one into pageable host memory has completed
+/// (CUDA's rules for pageable memory); device data is ready after gpu_wait. Counts a host copy
+/// when exactly one side is host memory.
+status gpu_copy(placement dst, placement src, std::size_t size,
+                gpu_completion completion = gpu_completion::wait);
 
 /// The kernel of the `simple` family on `device`: sum = a + b, diff = a - b over `count`
-/// elements of `type` (numeric types; integers wrap). Waits for completion.
+/// elements of `type` (numeric types; integers wrap), on the calling thread's stream.
 status gpu_add_sub(int device, data_type type, const std::byte* a, const std::byte* b,
-                   std::byte* sum, std::byte* diff, std::size_t count);
+                   std::byte* sum, std::byte* diff, std::size_t count,
+                   gpu_completion completion = gpu_completion::wait);
+
+/// Waits for the work this thread queued on `device` (the one completion wait of a request
+/// whose copies and kernels were queued).
+status gpu_wait(int device);
 
 }  // namespace inferwire::server

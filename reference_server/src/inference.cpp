@@ -735,9 +735,10 @@ status gather_inputs(const model_version& model, std::span<const batch_entry> me
       std::size_t at = 0;
       for (const auto& p : parts) {
         if (p.size)
-          if (auto e = gpu_copy({buf.data() + at, p.size, c.gpu_device}, p, p.size)) return e;
+          if (auto e = gpu_copy({buf.data() + at, p.size, c.gpu_device}, p, p.size, gpu_completion::queue)) return e;
         at += p.size;
       }
+      if (auto w = gpu_wait(c.gpu_device)) return w;
       b.input_places.push_back({buf.data(), total, c.gpu_device});
       in.data = v2::tensor_data::view(std::span<const std::byte>(buf.data(), total));  // only its size is read
       continue;
