@@ -5,6 +5,7 @@
 #include <inferwire/core/bytes.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <array>
 #include <atomic>
 #include <charconv>
@@ -296,13 +297,13 @@ class sequence_backend final : public backend {
 
 // --- GPU instances -------------------------------------------------------------------------
 // Inputs already on the instance's GPU (CUDA shared memory) are read in place; outputs whose
-// destination is device memory of that GPU are written in place. Everything else is staged
-// through pooled scratch. Copies and kernels are queued on the thread's stream, and a request
-// waits for the GPU once, at its end.
+// destination is device memory of that GPU are written in place. Everything else is staged:
+// device scratch from the pool, host data through the thread's pinned buffer. Copies and
+// kernels are queued on the thread's stream, and a request waits for the GPU once.
 
 /// The device address of an input on GPU `device`, staging it into `scratch` when needed (the
-/// copy is queued).
-status device_input(const execution& e, const v2::infer_input& in, int device,
+/// copy is queued on `io`).
+status device_input(const execution& e, const v2::infer_input& in, int device, gpu_transfers& io,
                     device_buffer& scratch, const std::byte*& out) {
   const placement p = e.place_of(in);
   if (p.on_device() && p.device == device) {
@@ -312,7 +313,7 @@ status device_input(const execution& e, const v2::infer_input& in, int device,
   status st;
   scratch = device_buffer(p.size, device, st);
   if (st) return st;
-  if (auto c = gpu_copy({scratch.data(), p.size, device}, p, p.size, gpu_completion::queue)) return c;
+  if (auto c = io.to_device(scratch.data(), p)) return c;
   out = scratch.data();
   return {};
 }
@@ -328,31 +329,52 @@ std::byte* device_output(const execution& e, std::string_view name, std::size_t 
   return scratch.data();
 }
 
-/// The output for data at `data` on GPU `device`: a view when it is the output's destination,
-/// else copied to its host destination (when that holds it) or to new host memory. The copy is
-/// queued; the caller waits with gpu_wait before the output is used.
-status finish_device_output(execution& e, const tensor_config& t, const shape_t& shape,
-                            std::byte* data, std::size_t bytes, int device, data_type type) {
-  const placement* p = e.output_place(t.name);
-  v2::infer_output o;
-  o.name = t.name;
-  o.datatype = type;
-  o.shape = shape;
-  if (p && p->data == data) {
-    o.data = v2::tensor_data::view({data, bytes});
-  } else if (p && !p->on_device() && p->size >= bytes) {
-    if (auto st = gpu_copy(*p, {data, bytes, device}, bytes, gpu_completion::queue)) return st;
-    o.data = v2::tensor_data::view({p->data, bytes});
-  } else {
-    std::string host(bytes, '\0');
-    if (auto st = gpu_copy({reinterpret_cast<std::byte*>(host.data()), bytes, -1}, {data, bytes, device}, bytes,
-                           gpu_completion::queue))
-      return st;
-    o.data = v2::tensor_data::own(std::move(host));
+/// Outputs computed on one GPU: each is a view of its device destination, or is copied (on
+/// `io`) to its host destination when that holds it, or to new host memory. They join the
+/// execution's outputs in finish(), after the request's one wait.
+class device_results {
+ public:
+  explicit device_results(gpu_transfers& io) : io_(io) {}
+
+  status add(execution& e, const tensor_config& t, const shape_t& shape, std::byte* data, std::size_t bytes,
+             int device, data_type type) {
+    const placement* p = e.output_place(t.name);
+    auto& r = pending_.emplace_back();  // (a deque: earlier entries, and their buffers, stay put)
+    r.out.name = t.name;
+    r.out.datatype = type;
+    r.out.shape = shape;
+    if (p && p->data == data) {
+      r.out.data = v2::tensor_data::view({data, bytes});
+    } else if (p && !p->on_device() && p->size >= bytes) {
+      r.out.data = v2::tensor_data::view({p->data, bytes});
+      return io_.to_host(p->data, {data, bytes, device});
+    } else {
+      r.owns = true;
+      r.host.assign(bytes, '\0');
+      return io_.to_host(reinterpret_cast<std::byte*>(r.host.data()), {data, bytes, device});
+    }
+    return {};
   }
-  e.outputs.push_back(std::move(o));
-  return {};
-}
+
+  status finish(execution& e) {
+    if (auto st = io_.finish()) return st;
+    for (auto& r : pending_) {
+      if (r.owns) r.out.data = v2::tensor_data::own(std::move(r.host));
+      e.outputs.push_back(std::move(r.out));
+    }
+    pending_.clear();
+    return {};
+  }
+
+ private:
+  struct result {
+    v2::infer_output out;
+    std::string host;
+    bool owns = false;
+  };
+  gpu_transfers& io_;
+  std::deque<result> pending_;
+};
 
 // `simple` on the GPU: one kernel computes both outputs.
 class gpu_simple_backend final : public backend {
@@ -370,10 +392,11 @@ class gpu_simple_backend final : public backend {
     if (width == 0)
       return {errc::invalid_arg, "backend 'simple' does not support data type " +
                                      std::string(wire_name(a->datatype))};
+    gpu_transfers io(device);  // on an early return its destructor waits for what it queued
     device_buffer sa, sb, ssum, sdiff;
     const std::byte *pa = nullptr, *pb = nullptr;
-    if (auto st = device_input(e, *a, device, sa, pa)) return st;
-    if (auto st = device_input(e, *b, device, sb, pb)) return st;
+    if (auto st = device_input(e, *a, device, io, sa, pa)) return st;
+    if (auto st = device_input(e, *b, device, io, sb, pb)) return st;
     status st;
     std::byte* sum = device_output(e, c.outputs[0].name, bytes, device, ssum, st);
     if (st) return st;
@@ -381,31 +404,36 @@ class gpu_simple_backend final : public backend {
     if (st) return st;
     if (auto k = gpu_add_sub(device, a->datatype, pa, pb, sum, diff, bytes / width, gpu_completion::queue))
       return k;
-    if (auto f = finish_device_output(e, c.outputs[0], a->shape, sum, bytes, device, a->datatype)) return f;
-    if (auto f = finish_device_output(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype)) return f;
-    if (auto w = gpu_wait(device)) return w;
+    device_results results(io);
+    if (auto f = results.add(e, c.outputs[0], a->shape, sum, bytes, device, a->datatype)) return f;
+    if (auto f = results.add(e, c.outputs[1], a->shape, diff, bytes, device, a->datatype)) return f;
+    if (auto f = results.finish(e)) return f;
     return apply_delay(e);
   }
 };
 
 // `identity` on the GPU: device-to-device copies into device destinations; inputs on the GPU
-// that go back to host memory are copied out once.
+// that go back to host memory are copied out once. One wait per tensor (on the GPU its data or
+// destination is on).
 class gpu_identity_backend final : public backend {
  public:
   bool on_gpu() const noexcept override { return true; }
   status execute(execution& e) override {
-    std::vector<int> queued;  // devices whose stream has copies to wait for, once, at the end
-    auto st = for_each_identity_pair(e, [&e, &queued](const v2::infer_input& in, const tensor_config& out) -> status {
+    return for_each_identity_pair(e, [&e](const v2::infer_input& in, const tensor_config& out) -> status {
       const placement src = e.place_of(in);
       const placement* dst = e.output_place(out.name);
-      if (src.on_device() && !(dst && dst->on_device() && dst->size >= src.size)) {
-        queued.push_back(src.device);
-        return finish_device_output(e, out, in.shape, src.data, src.size, src.device, in.datatype);
+      const bool to_device = dst && dst->on_device() && dst->size >= src.size;
+      if (src.on_device() && !to_device) {
+        gpu_transfers io(src.device);
+        device_results results(io);
+        if (auto st = results.add(e, out, in.shape, src.data, src.size, src.device, in.datatype)) return st;
+        return results.finish(e);
       }
       v2::infer_output o{out.name, in.datatype, in.shape, v2::tensor_encoding::binary, {}, {}};
-      if (dst && dst->on_device() && dst->size >= src.size) {
-        queued.push_back(dst->device);  // gpu_copy queues on the destination's device
-        if (auto c = gpu_copy(*dst, src, src.size, gpu_completion::queue)) return c;
+      if (to_device) {
+        gpu_transfers io(dst->device);
+        if (auto st = io.to_device(dst->data, src)) return st;
+        if (auto st = io.finish()) return st;
         o.data = v2::tensor_data::view({dst->data, src.size});
       } else {
         o.data = v2::tensor_data::view(in.data.bytes());
@@ -413,11 +441,6 @@ class gpu_identity_backend final : public backend {
       e.outputs.push_back(std::move(o));
       return {};
     });
-    std::sort(queued.begin(), queued.end());
-    queued.erase(std::unique(queued.begin(), queued.end()), queued.end());
-    for (int device : queued)
-      if (auto w = gpu_wait(device)) return w;
-    return st;
   }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gpu.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -133,6 +134,96 @@ status gpu_wait(int device) {
   return {};
 }
 
+namespace {
+
+// This thread's pinned staging buffer (portable: any device may read it), and whether a
+// gpu_transfers of this thread holds it.
+struct staging_buffer {
+  std::byte* data = nullptr;
+  bool failed = false;
+  bool taken = false;
+  ~staging_buffer() {
+    if (data) (void)cudaFreeHost(data);
+  }
+};
+thread_local staging_buffer thread_staging;
+
+}  // namespace
+
+gpu_transfers::~gpu_transfers() {
+  if (!finished_) {
+    int previous = 0;
+    (void)cudaGetDevice(&previous);
+    if (previous != device_) (void)cudaSetDevice(device_);
+    (void)cudaStreamSynchronize(cudaStreamPerThread);
+    (void)cudaGetLastError();
+    if (previous != device_) (void)cudaSetDevice(previous);
+  }
+  if (holds_staging_) thread_staging.taken = false;
+}
+
+std::byte* gpu_transfers::stage(std::size_t size) noexcept {
+  auto& b = thread_staging;
+  if (!holds_staging_) {
+    if (b.taken || b.failed) return nullptr;
+    if (!b.data) {
+      void* p = nullptr;
+      if (cudaHostAlloc(&p, pinned_staging_bytes, cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        b.failed = true;  // pageable copies from now on
+        return nullptr;
+      }
+      b.data = static_cast<std::byte*>(p);
+    }
+    b.taken = holds_staging_ = true;
+  }
+  constexpr std::size_t align = 256;
+  if (size > pinned_staging_bytes - used_) return nullptr;
+  std::byte* at = b.data + used_;
+  used_ += std::min(pinned_staging_bytes - used_, (size + align - 1) / align * align);
+  return at;
+}
+
+status gpu_transfers::to_device(std::byte* dst, placement src) {
+  if (src.size == 0) return {};
+  try {
+    cuda::device_guard g(device_);
+    std::byte* staged = src.on_device() ? nullptr : stage(src.size);
+    if (!staged) return gpu_copy({dst, src.size, device_}, src, src.size, gpu_completion::queue);
+    std::memcpy(staged, src.data, src.size);
+    host_copies.fetch_add(1, std::memory_order_relaxed);
+    if (auto e = cudaMemcpyAsync(dst, staged, src.size, cudaMemcpyHostToDevice, cudaStreamPerThread); e != cudaSuccess)
+      return cuda_failure(e, "cudaMemcpyAsync");
+  } catch (const std::exception& x) {
+    return {errc::internal, x.what()};
+  }
+  return {};
+}
+
+status gpu_transfers::to_host(std::byte* dst, placement src) {
+  if (src.size == 0) return {};
+  try {
+    cuda::device_guard g(device_);
+    std::byte* staged = stage(src.size);
+    if (!staged) return gpu_copy({dst, src.size, -1}, src, src.size, gpu_completion::queue);
+    host_copies.fetch_add(1, std::memory_order_relaxed);
+    if (auto e = cudaMemcpyAsync(staged, src.data, src.size, cudaMemcpyDeviceToHost, cudaStreamPerThread); e != cudaSuccess)
+      return cuda_failure(e, "cudaMemcpyAsync");
+    landings_.push_back({dst, staged, src.size});
+  } catch (const std::exception& x) {
+    return {errc::internal, x.what()};
+  }
+  return {};
+}
+
+status gpu_transfers::finish() {
+  if (auto st = gpu_wait(device_)) return st;
+  finished_ = true;
+  for (const auto& l : landings_) std::memcpy(l.dst, l.staged, l.size);
+  landings_.clear();
+  return {};
+}
+
 status gpu_copy(placement dst, placement src, std::size_t size, gpu_completion completion) {
   if (size == 0) return {};
   if (!dst.on_device() && !src.on_device()) {
@@ -199,6 +290,12 @@ status gpu_add_sub(int, data_type, const std::byte*, const std::byte*, std::byte
 }
 
 status gpu_wait(int) { return {errc::unsupported, gpu_unavailable_reason()}; }
+
+gpu_transfers::~gpu_transfers() = default;
+std::byte* gpu_transfers::stage(std::size_t) noexcept { return nullptr; }
+status gpu_transfers::to_device(std::byte*, placement) { return {errc::unsupported, gpu_unavailable_reason()}; }
+status gpu_transfers::to_host(std::byte*, placement) { return {errc::unsupported, gpu_unavailable_reason()}; }
+status gpu_transfers::finish() { return {}; }
 
 #endif
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace inferwire::server {
 
@@ -72,5 +73,46 @@ status gpu_add_sub(int device, data_type type, const std::byte* a, const std::by
 /// Waits for the work this thread queued on `device` (the one completion wait of a request
 /// whose copies and kernels were queued).
 status gpu_wait(int device);
+
+/// Pinned host memory each thread keeps for staging (allocated on its first staged copy).
+inline constexpr std::size_t pinned_staging_bytes = std::size_t{4} << 20;
+
+/// The GPU work of one request on GPU `device`, queued on this thread's stream: its copies,
+/// made here, and its kernels, launched by the caller in between. Host data goes through the
+/// thread's pinned staging buffer, so every copy is asynchronous and the request waits once,
+/// in finish(), for everything the thread queued on the GPU; what no longer fits there goes as
+/// a pageable copy (CUDA completes those on the host side before returning). Device-to-device
+/// copies are queued as they are. A copy to host memory has landed when finish() returned
+/// success. Destroyed unfinished, it waits too: the staging buffer is the thread's next
+/// request's.
+class gpu_transfers {
+ public:
+  explicit gpu_transfers(int device) noexcept : device_(device) {}
+  ~gpu_transfers();
+  gpu_transfers(const gpu_transfers&) = delete;
+  gpu_transfers& operator=(const gpu_transfers&) = delete;
+
+  /// Queues `src` (host or any device) into `dst`, device memory of this GPU.
+  status to_device(std::byte* dst, placement src);
+  /// Queues `src` (device memory of this GPU) into `dst`, host memory.
+  status to_host(std::byte* dst, placement src);
+  /// Waits for every copy and kernel this thread queued on the GPU (always: a kernel may have
+  /// been queued without copies), then moves staged data to its host destinations.
+  status finish();
+
+ private:
+  struct landing {
+    std::byte* dst;
+    const std::byte* staged;
+    std::size_t size;
+  };
+  std::byte* stage(std::size_t size) noexcept;
+
+  int device_;
+  bool finished_ = false;
+  bool holds_staging_ = false;
+  std::size_t used_ = 0;
+  std::vector<landing> landings_;
+};
 
 }  // namespace inferwire::server

@@ -733,12 +733,12 @@ status gather_inputs(const model_version& model, std::span<const batch_entry> me
       auto& buf = b.device_inputs.emplace_back(total, c.gpu_device, st);
       if (st) return st;
       std::size_t at = 0;
+      gpu_transfers io(c.gpu_device);
       for (const auto& p : parts) {
-        if (p.size)
-          if (auto e = gpu_copy({buf.data() + at, p.size, c.gpu_device}, p, p.size, gpu_completion::queue)) return e;
+        if (auto e = io.to_device(buf.data() + at, p)) return e;
         at += p.size;
       }
-      if (auto w = gpu_wait(c.gpu_device)) return w;
+      if (auto w = io.finish()) return w;
       b.input_places.push_back({buf.data(), total, c.gpu_device});
       in.data = v2::tensor_data::view(std::span<const std::byte>(buf.data(), total));  // only its size is read
       continue;

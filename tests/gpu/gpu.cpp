@@ -249,6 +249,37 @@ TEST_CASE("gpu: simple on the GPU reads and writes CUDA regions directly", "[gpu
   CHECK(ec.message() == "Unable to find shared memory region: 'gin'");
 }
 
+TEST_CASE("gpu: the reply to a GPU request comes after its kernel finished", "[gpu]") {
+  // 64M elements keep the kernel busy for hundreds of microseconds, far longer than a reply
+  // takes: a server that answered before its wait would leave the ends of the outputs unwritten
+  // when the client reads them.
+  auto& s = gpu_server();
+  auto c = client_of(s);
+  c.unregister_cuda_shared_memory();
+  const std::size_t count = std::size_t{64} << 20, bytes = count * 4, tail = 1024;
+  auto in = shm::cuda_region::allocate(2 * bytes);
+  auto out = shm::cuda_region::allocate(2 * bytes);
+  cuda::check(cudaMemset(in.data(), 0x01, bytes), "memset INPUT0");  // each element 0x01010101
+  cuda::check(cudaMemset(static_cast<std::byte*>(in.data()) + bytes, 0, bytes), "memset INPUT1");
+  c.register_cuda_shared_memory(in.register_request("big_in"));
+  c.register_cuda_shared_memory(out.register_request("big_out"));
+  const auto n = static_cast<std::int64_t>(count), size = static_cast<std::int64_t>(bytes);
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {n}, {"big_in", 0, size}));
+  q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {n}, {"big_in", size, size}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"big_out", 0, size}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT1", {"big_out", size, size}));
+  const std::vector<std::int32_t> want(tail, 0x01010101);
+  for (int round = 0; round < 5; ++round) {
+    cuda::check(cudaMemset(out.data(), 0xff, 2 * bytes), "memset outputs");
+    cuda::check(cudaDeviceSynchronize(), "sync");
+    c.infer("simple_gpu", q);
+    CHECK(read_device<std::int32_t>(out, bytes - 4 * tail, tail) == want);
+    CHECK(read_device<std::int32_t>(out, 2 * bytes - 4 * tail, tail) == want);
+  }
+  c.unregister_cuda_shared_memory();
+}
+
 TEST_CASE("gpu: a dynamic batch runs as one execution from CUDA regions and request bodies", "[gpu][batching]") {
   // simple_gpu_batched: up to 8 rows per execution, 200 ms of batching delay. Eight requests at
   // once, half with inputs in one CUDA region (a slice each), half with ordinary tensors.
