@@ -50,10 +50,6 @@ bool element_of(data_type t, kernels::element& out) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Whether `device` allocates scratch from its stream-ordered pool, decided once per device;
 // its pool then keeps up to scratch_pool_keep bytes of freed memory instead of returning them
 // at every synchronization (the pool's default).
