@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <regex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -151,13 +152,15 @@ int gpu_shm(const std::string& server, int rounds) {
 
   auto* base_in = static_cast<std::byte*>(in.data());
   auto* base_out = static_cast<std::byte*>(out.data());
-  auto bare = [&] {
+  // The model's kernel on `elements` of the same buffers, launched from here and waited for.
+  auto bare_kernel = [&](std::size_t elements) {
     inferwire::cuda::check(inferwire::server::kernels::add_sub(
                                inferwire::server::kernels::element::i32, base_in, base_in + bytes,
-                               base_out, base_out + bytes, count, cudaStreamPerThread),
+                               base_out, base_out + bytes, elements, cudaStreamPerThread),
                            "kernel");
     inferwire::cuda::check(cudaStreamSynchronize(cudaStreamPerThread), "sync");
   };
+  auto bare = [&] { bare_kernel(count); };
   bare();
   const std::uint64_t copies_before = host_copies(metrics);
   const auto stats_before = c.model_statistics("simple_gpu").model_stats.at(0).inference_stats;
@@ -185,13 +188,7 @@ int gpu_shm(const std::string& server, int rounds) {
   cpu.inputs.push_back(v2::make_input("INPUT1", std::span<const std::int32_t>(y16), {1, 16}));
   c.infer("simple", cpu);  // warm up
   c.infer("simple_gpu", small);
-  auto bare_small = [&] {
-    inferwire::cuda::check(inferwire::server::kernels::add_sub(
-                               inferwire::server::kernels::element::i32, base_in, base_in + bytes,
-                               base_out, base_out + bytes, 16, cudaStreamPerThread),
-                           "kernel");
-    inferwire::cuda::check(cudaStreamSynchronize(cudaStreamPerThread), "sync");
-  };
+  auto bare_small = [&] { bare_kernel(16); };
   // The same 16 elements sent as binary data to the GPU model: staged through device scratch
   // (two copies in, the kernel, two copies out, one wait).
   v2::infer_request staged;
@@ -230,27 +227,24 @@ int gpu_shm(const std::string& server, int rounds) {
   std::printf("    bare kernel, same buffers   : %9.1f us  (%.0f GB/s moved)\n", k, 4.0 * bytes / k / 1e3);
   std::printf("    ratio %.2fx kernel; target <= 1.2 x kernel + 200 us = %.1f us: %s\n", s / k,
               1.2 * k + 200, s <= 1.2 * k + 200 ? "met" : "NOT met");
-  auto per = [&](const v2::statistic_duration& x, const v2::statistic_duration& y) {
-    return y.count > x.count ? double(y.ns - x.ns) / double(y.count - x.count) / 1e3 : 0.0;
+  // The server's own split of the requests between two readings of its statistics.
+  auto split = [](const auto& x, const auto& y) {
+    auto per = [](const v2::statistic_duration& from, const v2::statistic_duration& to) {
+      return to.count > from.count ? double(to.ns - from.ns) / double(to.count - from.count) / 1e3 : 0.0;
+    };
+    char text[160];
+    std::snprintf(text, sizeof text, "queue %.1f us, input %.1f us, infer %.1f us, output %.1f us, whole request %.1f us",
+                  per(x.queue, y.queue), per(x.compute_input, y.compute_input), per(x.compute_infer, y.compute_infer),
+                  per(x.compute_output, y.compute_output), per(x.success, y.success));
+    return std::string(text);
   };
-  std::printf("    inside the server per request: queue %.1f us, input %.1f us, infer %.1f us, "
-              "output %.1f us, whole request %.1f us\n",
-              per(stats_before.queue, stats_after.queue),
-              per(stats_before.compute_input, stats_after.compute_input),
-              per(stats_before.compute_infer, stats_after.compute_infer),
-              per(stats_before.compute_output, stats_after.compute_output),
-              per(stats_before.success, stats_after.success));
+  std::printf("    inside the server per request: %s\n", split(stats_before, stats_after).c_str());
   const double fixed = median(t_small), cpu_16 = median(t_cpu);
   std::printf("    the same request on 16 elements: %.1f us (the fixed cost of a request)\n", fixed);
   std::printf("    16-element HTTP request on the CPU model 'simple': %.1f us; ratio %.2fx (target <= 1.3: %s)\n",
               cpu_16, fixed / cpu_16, fixed <= 1.3 * cpu_16 ? "met" : "NOT met");
-  std::printf("    of which inside the server: queue %.1f us, input %.1f us, infer %.1f us, output %.1f us, "
-              "whole request %.1f us; bare 16-element kernel + sync %.1f us\n",
-              per(small_before.queue, small_after.queue),
-              per(small_before.compute_input, small_after.compute_input),
-              per(small_before.compute_infer, small_after.compute_infer),
-              per(small_before.compute_output, small_after.compute_output),
-              per(small_before.success, small_after.success), median(t_bare_small));
+  std::printf("    of which inside the server: %s; bare 16-element kernel + sync %.1f us\n",
+              split(small_before, small_after).c_str(), median(t_bare_small));
   std::printf("    bare 16-element kernel + sync after 30 us idle: %.1f us\n", median(t_bare_idle));
   std::printf("    16 elements as binary data to the GPU model (staged: 2 copies in, kernel, 2 out): %.1f us,"
               " %.2fx the CPU model\n", median(t_staged), median(t_staged) / cpu_16);
