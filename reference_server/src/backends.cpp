@@ -5,12 +5,12 @@
 #include <inferwire/core/bytes.hpp>
 
 #include <algorithm>
-#include <deque>
 #include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <thread>
 
 namespace inferwire::server {
