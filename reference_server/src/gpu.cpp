@@ -50,6 +50,18 @@ bool element_of(data_type t, kernels::element& out) {
   }
 }
 
+// Runs `f` with `device` current on this thread, then makes the previous device current again;
+// errors are dropped (for destructors, which must not throw; cuda::device_guard does).
+template <class F>
+void on_device_quietly(int device, F&& f) noexcept {
+  int previous = 0;
+  (void)cudaGetDevice(&previous);
+  if (previous != device) (void)cudaSetDevice(device);
+  f();
+  (void)cudaGetLastError();
+  if (previous != device) (void)cudaSetDevice(previous);
+}
+
 // Whether `device` allocates scratch from its stream-ordered pool, decided once per device;
 // its pool then keeps up to scratch_pool_keep bytes of freed memory instead of returning them
 // at every synchronization (the pool's default).
@@ -110,13 +122,9 @@ device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
 
 device_buffer::~device_buffer() {
   if (!data_) return;
-  int previous = 0;
-  (void)cudaGetDevice(&previous);
-  if (previous != device_) (void)cudaSetDevice(device_);
   // In stream order on this thread's stream: work queued on it before has used the memory, and
   // work elsewhere (another thread's stream) was waited for before the buffer is dropped.
-  (void)(pooled_ ? cudaFreeAsync(data_, cudaStreamPerThread) : cudaFree(data_));
-  if (previous != device_) (void)cudaSetDevice(previous);
+  on_device_quietly(device_, [&] { (void)(pooled_ ? cudaFreeAsync(data_, cudaStreamPerThread) : cudaFree(data_)); });
 }
 
 status gpu_wait(int device) {
@@ -147,14 +155,7 @@ thread_local staging_buffer thread_staging;
 }  // namespace
 
 gpu_transfers::~gpu_transfers() {
-  if (!finished_) {
-    int previous = 0;
-    (void)cudaGetDevice(&previous);
-    if (previous != device_) (void)cudaSetDevice(device_);
-    (void)cudaStreamSynchronize(cudaStreamPerThread);
-    (void)cudaGetLastError();
-    if (previous != device_) (void)cudaSetDevice(previous);
-  }
+  if (!finished_) on_device_quietly(device_, [] { (void)cudaStreamSynchronize(cudaStreamPerThread); });
   if (holds_staging_) thread_staging.taken = false;
 }
 
