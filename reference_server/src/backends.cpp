@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <thread>
 
 namespace inferwire::server {
@@ -505,8 +507,36 @@ status pause(const execution& e, std::chrono::milliseconds d) {
 void interrupt_waits() noexcept { waits_interrupted.store(true, std::memory_order_relaxed); }
 bool waits_are_interrupted() noexcept { return waits_interrupted.load(std::memory_order_relaxed); }
 
+namespace {
+
+struct backend_table {
+  std::mutex mu;
+  std::map<std::string, backend_factory, std::less<>> made;
+};
+backend_table& registered() {
+  static backend_table t;
+  return t;
+}
+
+}  // namespace
+
+void register_backend(std::string name, backend_factory make) {
+  backend_table& t = registered();
+  std::lock_guard lock(t.mu);
+  t.made[std::move(name)] = std::move(make);
+}
+
 std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
   const std::string& b = config.backend;
+  {
+    backend_table& t = registered();
+    backend_factory make;
+    {
+      std::lock_guard lock(t.mu);
+      if (auto it = t.made.find(b); it != t.made.end()) make = it->second;
+    }
+    if (make) return make(config, st);
+  }
   if (config.gpu_device >= 0) {
     if (b == "simple") return std::make_unique<gpu_simple_backend>();
     if (b == "identity") return std::make_unique<gpu_identity_backend>();

@@ -106,8 +106,15 @@ void interrupt_waits() noexcept;
 /// waiting for its client) end too.
 bool waits_are_interrupted() noexcept;
 
-/// The backend `config.backend` names. Unknown names fail with Triton's text.
+/// The backend `config.backend` names: a registered one first, else a built-in one. Unknown
+/// names fail with Triton's text.
 std::unique_ptr<backend> make_backend(const model_config& config, status& st);
+
+/// Makes a backend for a model's configuration; null with `st` set when it cannot.
+using backend_factory = std::function<std::unique_ptr<backend>(const model_config& config, status& st)>;
+/// Makes `name` a backend of this process, ahead of a built-in one of the same name, for the
+/// models loaded from now on (a host of other backends, a test's own). Thread-safe.
+void register_backend(std::string name, backend_factory make);
 
 /// The names of the built-in backends.
 std::span<const std::string_view> builtin_backends() noexcept;

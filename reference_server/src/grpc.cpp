@@ -271,16 +271,21 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
                                          pb::ModelInferResponse* r) {
     if (auto st = restricted(&ctx->context(), api_category::inference)) return ctx->finish(to_grpc(st));
     auto call = std::make_shared<infer_call>();
-    if (auto st = guarded([&] { return prepare(*q, size_of(*q), *call, true); })) return ctx->finish(to_grpc(st));
-    // The message was read before this handler ran: both read stamps are its arrival.
-    if (call->trace) {
-      call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
-      call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
-    }
-    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes. The
-    // request counts as in flight (a shutdown drains it) until its reply is on its way.
-    ++svc_.state().in_flight;
-    execute(call, &ctx->context(), nullptr, [this, ctx, call, r](status st) {
+    const message_size size = size_of(*q);
+    // A large message leaves the heap larger once answered, whether or not it was valid.
+    svc_.state().heap.note(size.total());
+    auto decode = [&](infer_call& c) -> decoded {
+      // Upstream's ModelInfer handler refuses decoupled models with this text (HTTP has its own).
+      if (c.model->config->decoupled)
+        return decoded::refuse({errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"});
+      // The message was read before this handler ran: both read stamps are its arrival.
+      c.received = {receive_stamp{"GRPC_WAITREAD_START", c.times.received},
+                    receive_stamp{"GRPC_WAITREAD_END", c.times.received}};
+      return {conv::decode_infer_request(*q, c.model->config->name, c.request), size.typed};
+    };
+    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes.
+    const infer_start started = svc_.start_infer(call, q->model_name(), q->model_version(), decode, cancellable(&ctx->context()),
+                                                 [this, ctx, call, r](status st) {
       if (!st) st = guarded([&] {
         conv::encode_infer_response(call->response, *r);
         return status{};
@@ -288,26 +293,17 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       if (call->trace) call->trace->stamp_now("GRPC_SEND_START");
       // After finish() the call may be gone: the trace is the infer_call's.
       ctx->finish(to_grpc(st));
-      --svc_.state().in_flight;
       if (call->trace) {
         call->trace->stamp_now("GRPC_SEND_END");
         svc_.state().traces.finish(*call->trace);
       }
     });
+    if (started) ctx->finish(to_grpc(started.error));
   }
 
  private:
-  // Runs `f` (returning a status) and turns whatever it throws into an error status.
-  template <class F>
-  static status guarded(F&& f) noexcept {
-    try {
-      return f();
-    } catch (const std::bad_alloc&) {
-      return {errc::internal, "failed to allocate memory for the request"};
-    } catch (const std::exception& e) {
-      return {errc::internal, quote_input(e.what())};
-    }
-  }
+  // The hooks of a call: it is cancelled once its client went away.
+  static infer_hooks cancellable(::grpc::ServerContextBase* ctx) { return {nullptr, [ctx] { return ctx->IsCancelled(); }}; }
   template <class F>
   static ::grpc::Status guarded_grpc(F& f) noexcept {
     ::grpc::Status out;
@@ -420,27 +416,28 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       // the next read.
       const message_size size = size_of(request_);
       renew_request_ = size.total() > kept_request_bytes;
-      status st = guarded([&] { return svc_.prepare(request_, size, *call); });
-      empty_final_ = call->request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
-      if (st) {
-        answered(*call, std::move(st));
-        return release();
-      }
-      if (call->trace) {
-        call->trace->stamp("GRPC_WAITREAD_START", call->times.received);
-        call->trace->stamp("GRPC_WAITREAD_END", call->times.received);
-      }
-      decoupled_ = call->model->config->decoupled;
+      svc_.svc_.state().heap.note(size.total());
       sink_ = [this](v2::infer_response&& resp) { return send(resp, false, true); };
-      // The read's hold passes to the running request, which counts as in flight (a shutdown
-      // drains it) until its responses are queued.
-      ++svc_.svc_.state().in_flight;
-      svc_.execute(call, &ctx_, decoupled_ ? &sink_ : nullptr, [this, call](status done) {
-        auto& in_flight = svc_.svc_.state().in_flight;
+      auto decode = [&](infer_call& c) -> decoded {
+        decoupled_ = c.model->config->decoupled;
+        if (decoupled_) c.hooks.sink = &sink_;
+        c.received = {receive_stamp{"GRPC_WAITREAD_START", c.times.received},
+                      receive_stamp{"GRPC_WAITREAD_END", c.times.received}};
+        decoded d{conv::decode_infer_request(request_, c.model->config->name, c.request), size.typed};
+        empty_final_ = c.request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
+        return d;
+      };
+      // The read's hold passes to the running request (which counts as in flight until its
+      // responses are queued), released once it is answered.
+      const infer_start started = svc_.svc_.start_infer(call, request_.model_name(), request_.model_version(), decode,
+                                                        cancellable(&ctx_), [this, call](status done) {
         answered(*call, std::move(done));
-        --in_flight;
         release();
       });
+      if (started) {
+        answered(*call, started.error);
+        release();
+      }
     }
 
     void on_wrote(bool ok) {
@@ -617,8 +614,6 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
 
  private:
 
-  // Lookup, decoding, shared memory and validation (a failure after the lookup counts in the
-  // model's statistics).
   // What a request message takes: its bytes as received, and what protobuf made of its typed
   // contents beyond them.
   struct message_size {
@@ -626,20 +621,6 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     std::uint64_t total() const noexcept { return wire + typed; }
   };
   static message_size size_of(const pb::ModelInferRequest& q) { return {q.ByteSizeLong(), parsed_typed_bytes(q)}; }
-
-  status prepare(const pb::ModelInferRequest& q, message_size size, infer_call& call, bool refuse_decoupled = false) {
-    // A large message leaves the heap larger once answered, whether or not it was valid.
-    svc_.state().heap.note(size.total());
-    if (auto st = svc_.find_model(q.model_name(), q.model_version(), call)) return st;
-    const model_config& c = *call.model->config;
-    // Upstream's ModelInfer handler refuses decoupled models with this text (HTTP has its own).
-    if (refuse_decoupled && c.decoupled)
-      return {errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"};
-    if (auto st = conv::decode_infer_request(q, c.name, call.request)) return svc_.failed(call, std::move(st));
-    if (!svc_.hold_decoded(call, size.typed))
-      return {errc::unavailable, svc_.state().body_budget.exhausted_text()};
-    return svc_.admit(call);
-  }
 
   // What typed contents take once protobuf parsed them: each element at its full width (an
   // INT64 zero that came as one byte takes eight). A queued call keeps them, and the copy a
@@ -657,12 +638,6 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
       for (const auto& b : c.bytes_contents()) n += sizeof b + b.size();
     }
     return n;
-  }
-
-  // Runs the call through the service; `done` gets the result on whichever thread ran it.
-  void execute(const std::shared_ptr<infer_call>& call, ::grpc::ServerContextBase* ctx, const response_sink* sink,
-               std::function<void(status)> done) {
-    svc_.infer(call, {sink, [ctx] { return ctx->IsCancelled(); }}, std::move(done));
   }
 
   service svc_;

@@ -386,8 +386,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     if (b.complete()) {
       keep_alive_ = direct_.keep_alive();
       received_.body = clock::now();
-      ++s_.in_flight;
-      counted_ = true;
+      in_flight_.emplace(s_.in_flight);
       return dispatch(std::move(direct_), std::move(direct_body_));
     }
     if (b.full() && !b.grow()) return refuse_budget();
@@ -423,12 +422,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       } else if (executing_) {
         watch_peer();  // the reply comes later: notice a client that hangs up meanwhile
       }
-    } catch (const std::bad_alloc&) {
+    } catch (...) {
       executing_ = false;
-      write(error_reply(500, "failed to allocate memory for the request"));
-    } catch (const std::exception& e) {
-      executing_ = false;
-      write(error_reply(500, quote_input(e.what())));
+      write(error_reply(exception_status()));
     }
   }
 
@@ -496,8 +492,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     // A request framed by both Transfer-Encoding and Content-Length closes its connection.
     keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
     received_.body = clock::now();
-    ++s_.in_flight;
-    counted_ = true;
+    in_flight_.emplace(s_.in_flight);
     auto req = parser_->release();
     if (metrics_) {
       head_request_ = req.method() == bhttp::verb::head;
@@ -621,10 +616,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     reply_ = {};
     head_request_ = false;
     body_charge_.reset();
-    if (counted_) {
-      --s_.in_flight;
-      counted_ = false;
-    }
+    in_flight_.reset();
     if (!keep) return unread_body_ ? linger() : close();
     if (buffer_.size() != 0) return read_header();
     // The client has only just got its reply: a read now would nearly always find nothing (a
@@ -652,10 +644,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
   void close() {
-    if (counted_) {
-      --s_.in_flight;
-      counted_ = false;
-    }
+    in_flight_.reset();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     socket_.close(ec);
@@ -687,10 +676,12 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool head_request_ = false;  ///< the request being answered is a HEAD
-  bool framing_rewritten_ = false;
+  bool framing_rewritten_ = false;  ///< Content-Length dropped for Transfer-Encoding (close after)
   bool reading_header_ = true;  ///< parse() reads up to the end of the header, else of the message
-  rest::receive_times received_;  ///< when the current request's header and body arrived  ///< Content-Length dropped for Transfer-Encoding (close after)
-  bool counted_ = false;
+  rest::receive_times received_;  ///< when the current request's header and body arrived
+  /// The request being answered counts as in flight (a shutdown drains it) until its reply
+  /// is written or the connection closes.
+  std::optional<in_flight_token> in_flight_;
   std::shared_ptr<std::string> continue_;
   reply reply_;
   std::vector<net::const_buffer> buffers_;

@@ -456,35 +456,31 @@ endpoints::infer_job::~infer_job() {
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = std::make_shared<infer_job>();
-  // Step 1: the model.
-  if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
-  // Upstream's HTTP frontend refuses decoupled models with this text (gRPC's ModelInfer has
-  // its own; ModelStreamInfer serves them).
-  if (job->model->config->decoupled)
-    return error_reply(501, "HTTP end point doesn't support models with decoupled transaction policy");
-  job->req = std::move(req);
-  job->big_body = std::move(big);
-  const infer_fields fields(job->req);
-  // Steps 2 to 9: the body.
-  std::optional<reply> refusal;
-  if (auto st = decode_body(*job, fields.content_encoding, fields.content_length, fields.header_length, refusal))
-    return error_reply(svc_.failed(*job, std::move(st)));
-  if (refusal) return refusal;
-  // Steps 10 and 11, then the run: inline for small requests (done is called before infer
-  // returns, on this I/O thread), otherwise on the execution pool.
-  if (auto st = svc_.admit(*job)) return error_reply(st);
-  if (job->trace) {
-    job->trace->stamp("HTTP_RECV_START", received.header);
-    job->trace->stamp("HTTP_RECV_END", received.body);
-  }
   // A request whose client hangs up while it waits in the queue is not executed (the flag is
   // the connection's, which `out`, held by the completion, keeps alive).
   infer_hooks hooks;
   if (const std::atomic<bool>* gone = out->gone())
     hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
   job->out = out;
-  job->accept = fields.accept_encoding;
-  svc_.infer(job, std::move(hooks), [this, j = job.get()](status done) {
+  std::optional<reply> refusal;  // a reply that is not an inference failure
+  // Steps 2 to 9: the body (the service does step 1 before, steps 10 and 11 and the run
+  // after: inline for small requests, `done` then called before start_infer returns, on this
+  // I/O thread; otherwise on the execution pool).
+  auto decode = [&](infer_call&) -> decoded {
+    // Upstream's HTTP frontend refuses decoupled models with this text (gRPC's ModelInfer has
+    // its own; ModelStreamInfer serves them).
+    if (job->model->config->decoupled)
+      return decoded::refuse({errc::unsupported, "HTTP end point doesn't support models with decoupled transaction policy"});
+    job->req = std::move(req);
+    job->big_body = std::move(big);
+    const infer_fields fields(job->req);
+    job->accept = fields.accept_encoding;
+    job->received = {receive_stamp{"HTTP_RECV_START", received.header}, receive_stamp{"HTTP_RECV_END", received.body}};
+    status st = decode_body(*job, fields.content_encoding, fields.content_length, fields.header_length, refusal);
+    if (refusal) return decoded::refuse();
+    return st;
+  };
+  const infer_start started = svc_.start_infer(job, r.model, r.version, decode, std::move(hooks), [this, j = job.get()](status done) {
     reply rep = respond(*j, done);
     rep.owner = j->shared_from_this();
     rep.trace = j->trace;
@@ -492,7 +488,9 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
     const std::shared_ptr<responder> to = std::move(j->out);
     to->respond(std::move(rep));
   });
-  return std::nullopt;
+  if (!started) return std::nullopt;
+  if (refusal) return refusal;
+  return started.why == infer_start::budget ? budget_reply(s_.body_budget) : error_reply(started.error);
 }
 
 // --- generate (Triton's generate extension) ------------------------------------------------------
@@ -525,22 +523,10 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
                                          const std::shared_ptr<responder>& out) {
   auto job = std::make_shared<generate_job>();
   job->streaming = streaming;
-  if (auto st = svc_.find_model(r.model, r.version, *job)) return error_reply(st);
-  if (auto it = req.find(bhttp::field::content_encoding); it != req.end()) {
-    const auto coding = inferwire::http::parse_content_encoding(it->value());
-    if (!coding || *coding != inferwire::http::content_coding::identity)
-      return error_reply(400, "generate requests take no Content-Encoding but identity");
-  }
-  const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
-  if (auto st = decode_generate_request(req.body(), *job->model->config, limits, job->request))
-    return error_reply(svc_.failed(*job, std::move(st)));
-  if (!svc_.hold_decoded(*job)) return budget_reply(s_.body_budget);
-  if (auto st = svc_.admit(*job)) return error_reply(st);
   job->out = out;
   infer_hooks hooks;
   if (const std::atomic<bool>* gone = out->gone())
     hooks.cancelled = [gone] { return gone->load(std::memory_order_relaxed); };
-  const bool decoupled = job->model->config->decoupled;
   // A decoupled model's responses: events of the stream, or the one response of /generate (a
   // second one stops the model: /generate returns exactly one).
   auto sink = std::make_shared<response_sink>([j = job.get()](v2::infer_response&& resp) {
@@ -554,10 +540,20 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
     if (auto st = encode_generate_response(resp, json)) json = v2::error_body(st.message());
     return j->send(sse_event(json));
   });
-  if (decoupled) hooks.sink = sink.get();
-  svc_.infer(job, std::move(hooks), [this, j = job.get(), sink, decoupled](status done) {
+  auto decode = [&](infer_call& c) -> decoded {
+    if (auto it = req.find(bhttp::field::content_encoding); it != req.end()) {
+      const auto coding = inferwire::http::parse_content_encoding(it->value());
+      if (!coding || *coding != inferwire::http::content_coding::identity)
+        return decoded::refuse({errc::invalid_arg, "generate requests take no Content-Encoding but identity"});
+    }
+    if (c.model->config->decoupled) c.hooks.sink = sink.get();
+    const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
+    return decode_generate_request(req.body(), *c.model->config, limits, c.request);
+  };
+  const infer_start started = svc_.start_infer(job, r.model, r.version, decode, std::move(hooks), [this, j = job.get(), sink](status done) {
     // The job, which the reply keeps, no longer holds the connection that holds the reply.
     const auto keep = j->shared_from_this();
+    const bool decoupled = j->model->config->decoupled;
     std::string json;
     if (!done && !decoupled) done = encode_generate_response(j->response, json);
     if (j->streaming) {
@@ -587,7 +583,8 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
     rep.owner = keep;
     std::exchange(j->out, nullptr)->respond(std::move(rep));
   });
-  return std::nullopt;
+  if (!started) return std::nullopt;
+  return started.why == infer_start::budget ? budget_reply(s_.body_budget) : error_reply(started.error);
 }
 
 // Steps 2 to 9 of the HTTP infer pipeline: Content-Encoding, the lengths, then the JSON header
@@ -643,11 +640,8 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
     }
     memo.remember(message.substr(0, header_length), job.request, limits);
   }
-  // JSON tensor data decodes to up to 4 times its text (`0,` is 8 bytes as INT64).
-  if (!svc_.hold_decoded(job)) {
-    refusal = budget_reply(s_.body_budget);
-    return {};
-  }
+  // (JSON tensor data decodes to up to 4 times its text, `0,` is 8 bytes as INT64: the service
+  // charges what decoding made to the in-flight budget.)
   if (job.request.raw_binary) {
     std::vector<v2::tensor_metadata> inputs;
     for (const auto& t : c.inputs) inputs.push_back({t.name, t.datatype, t.dims});
@@ -661,10 +655,8 @@ reply endpoints::respond(infer_job& job, const status& done) noexcept {
   try {
     if (done) return error_reply(done);
     return encode(job);
-  } catch (const std::bad_alloc&) {
-    return error_reply(500, "failed to allocate memory for the request");
-  } catch (const std::exception& e) {
-    return error_reply(500, quote_input(e.what()));
+  } catch (...) {
+    return error_reply(exception_status());
   }
 }
 

@@ -353,22 +353,6 @@ v2::infer_input control_tensor(const sequence_control& sc, double value, std::st
 // The longest string correlation ID a sequence may have.
 constexpr std::size_t max_sequence_id_bytes = 1024;
 
-// The correlation ID of a sequence request (`sequence_id`: uint64, int64 or string).
-void read_sequence_id(const v2::infer_request& r, std::string& text, std::uint64_t& number, bool& string_id) {
-  const auto* idp = r.parameters.find("sequence_id");
-  if (!idp) return;
-  if (const auto* s = std::get_if<std::string>(idp)) {
-    text = *s;
-    string_id = true;
-  } else if (const auto* u = std::get_if<std::uint64_t>(idp)) {
-    number = *u;
-    text = std::to_string(*u);
-  } else if (const auto* i = std::get_if<std::int64_t>(idp)) {
-    number = static_cast<std::uint64_t>(*i);
-    text = std::to_string(*i);
-  }
-}
-
 // One request's way through its model version, a helper per step of execute_request.
 class request_run {
  public:
@@ -629,25 +613,6 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
 
 // --- dynamic batches ---------------------------------------------------------------------
 
-std::string batch_key(const v2::infer_request& r) {
-  // Input names in order, each with its type and its shape past the batch dimension: two
-  // requests with the same key concatenate along dimension 0 into valid inputs. Inputs are
-  // sorted by name so that the order a client lists them in does not matter.
-  std::vector<const v2::infer_input*> in;
-  in.reserve(r.inputs.size());
-  for (const auto& i : r.inputs) in.push_back(&i);
-  std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
-  std::string key;
-  for (const auto* i : in) {
-    key += i->name;
-    key += '\0';
-    key += static_cast<char>(i->datatype);
-    for (std::size_t d = 1; d < i->shape.size(); ++d) key.append(reinterpret_cast<const char*>(&i->shape[d]), sizeof(std::int64_t));
-    key += '\0';
-  }
-  return key;
-}
-
 namespace {
 
 // What a batch's responses view: the concatenated inputs (outputs may view them) and the
@@ -859,14 +824,6 @@ void execute_batch(model_version& model, std::span<batch_member> all, std::share
   keep = std::move(b);
 }
 
-std::string sequence_group(const v2::infer_request& r) {
-  std::string text;
-  std::uint64_t number = 0;
-  bool string_id = false;
-  read_sequence_id(r, text, number, string_id);
-  return text.empty() ? text : (string_id ? "s:" : "u:") + text;
-}
-
 void stamp_core(trace_record& t, const request_clock& times) {
   t.stamp("REQUEST_START", times.received);
   t.stamp("QUEUE_START", times.queued);
@@ -877,17 +834,78 @@ void stamp_core(trace_record& t, const request_clock& times) {
   t.stamp_now("REQUEST_END");
 }
 
-bool runs_inline(const model_version& model, const v2::infer_request& request, const tensor_places& places) {
-  constexpr std::size_t inline_execution_limit = 64 * 1024;
-  const model_config& c = *model.config;
-  if (c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching() ||
-      (c.sequence && c.proto.sequence_batching().has_oldest()))
-    return false;
-  const bool gpu_model = model.impl->on_gpu();
-  std::size_t input_bytes = 0;
-  for (std::size_t i = 0; i < request.inputs.size(); ++i)
-    if (!gpu_model || i >= places.inputs.size() || !places.inputs[i].data) input_bytes += request.inputs[i].data.size();
-  return input_bytes <= inline_execution_limit;
+// --- the runner ------------------------------------------------------------------------------
+
+namespace {
+
+// execute_request where nothing may escape: a failure (an allocation above all) is the call's.
+status execute_guarded(infer_call& call, const response_sink* sink,
+                       const std::function<bool()>& cancelled) noexcept {
+  return guarded([&] {
+    return execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
+                           &call.places, sink, call.trace.get(), cancelled ? &cancelled : nullptr);
+  });
 }
+
+void run_one(infer_call& call) {
+  call.finish(execute_guarded(call, nullptr, call.hooks.cancelled));
+}
+
+void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
+  const std::shared_ptr<model_version> model = batch.front()->model;
+  std::vector<status> results(batch.size());
+  std::vector<std::size_t> live;
+  live.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& hooks = batch[i]->hooks;
+    if (hooks.cancelled && hooks.cancelled()) results[i] = cancelled_status();
+    else live.push_back(i);
+  }
+  if (live.size() == 1) {
+    infer_call& call = *batch[live.front()];
+    if (const response_sink* sink = call.hooks.sink) {
+      const auto& cancelled = call.hooks.cancelled;
+      const response_sink checked = [&](v2::infer_response&& r) {
+        return !(cancelled && cancelled()) && (*sink)(std::move(r));
+      };
+      results[live.front()] = execute_guarded(call, &checked, cancelled);
+    } else {
+      results[live.front()] = execute_guarded(call, nullptr, call.hooks.cancelled);
+    }
+  } else if (live.size() > 1) {
+    std::vector<batch_member> members;
+    members.reserve(live.size());
+    for (auto i : live) {
+      infer_call& c = *batch[i];
+      members.push_back({&c.request, c.batch_size, &c.times, &c.response, &c.places, {}});
+    }
+    std::shared_ptr<const void> keep;
+    if (auto st = guarded([&] {
+          execute_batch(*model, members, keep);
+          return status{};
+        }))
+      for (auto& m : members) m.result = st;
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      results[live[k]] = std::move(members[k].result);
+      batch[live[k]]->batch_data = keep;
+    }
+  }
+  // The instance is free before the responses are encoded: the next batch does not wait.
+  gate.release();
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->finish(std::move(results[i]));
+}
+
+void expire_call(call_ptr call) {
+  call->model->stats.record_failure(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        clock::now() - call->times.received).count()),
+                                    false);
+  call->finish({errc::unavailable, "Request timeout expired"});
+}
+
+constexpr batch_runner runner{&run_one, &run_batch, &expire_call};
+
+}  // namespace
+
+const batch_runner& inference_runner() noexcept { return runner; }
 
 }  // namespace inferwire::server

@@ -59,8 +59,9 @@ status parse_version(std::string_view s, std::int64_t& out) {
 
 // --- repository ----------------------------------------------------------------------------
 
-model_repository::model_repository(std::vector<fs::path> roots, control_mode mode, log_fn log)
-    : roots_(std::move(roots)), mode_(mode), log_(std::move(log)) {}
+model_repository::model_repository(std::vector<fs::path> roots, control_mode mode, log_fn log,
+                                   execution_context exec)
+    : roots_(std::move(roots)), mode_(mode), log_(std::move(log)), exec_(exec) {}
 
 model_repository::~model_repository() { stop_polling(); }
 
@@ -344,11 +345,13 @@ status model_repository::load_locked_unguarded(const std::string& name,
     std::size_t instances = 0;
     for (const auto& g : config->proto.instance_group())
       instances += static_cast<std::size_t>(std::max(1, g.count()));
-    mv->instances.configure(instances, *config, std::shared_ptr<instance_gate>(mv, &mv->instances));
     status bs;
     if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
     else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this, *config, bs);
     else mv->impl = make_backend(*config, bs);
+    if (!bs && mv->impl)
+      mv->instances.configure(instances, *config, mv->impl->on_gpu(), mv->stats, exec_,
+                              std::shared_ptr<instance_gate>(mv, &mv->instances));
     version_record r;
     r.version = v;
     if (bs) {

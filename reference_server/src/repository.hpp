@@ -67,7 +67,9 @@ std::unique_ptr<backend> make_ensemble_backend(const model_repository& repo, con
 class model_repository {
  public:
   using log_fn = std::function<void(bool error, const std::string&)>;
-  model_repository(std::vector<std::filesystem::path> roots, control_mode mode, log_fn log);
+  /// `exec`: where the models' schedulers run their work.
+  model_repository(std::vector<std::filesystem::path> roots, control_mode mode, log_fn log,
+                   execution_context exec = {});
   ~model_repository();
 
   /// Startup loading: every model (none, poll) or the `--load-model` names (explicit; `*` =
@@ -153,6 +155,7 @@ class model_repository {
   std::vector<std::filesystem::path> roots_;
   control_mode mode_;
   log_fn log_;
+  execution_context exec_;
   std::mutex control_mu_;  ///< serialises load/unload/poll
   mutable std::shared_mutex mu_;
   std::map<std::string, model_entry, std::less<>> models_;

@@ -10,11 +10,10 @@ namespace inferwire::server {
 
 // --- sequences -----------------------------------------------------------------------------
 
-sequence_state* sequence_table::begin(const std::string& id, bool start,
-                                      std::chrono::microseconds max_idle, bool& found, bool& full) {
+sequence_state* sequence_table::begin(const std::string& id, bool start, std::chrono::microseconds max_idle,
+                                      bool& found, bool& full, clock::time_point now) {
   std::lock_guard lock(mu_);
   full = false;
-  const auto now = clock::now();
   // Release idle sequences (the sequence batcher's max_sequence_idle_microseconds): the least
   // recently used come first.
   while (!order_.empty() && now - order_.front().last > max_idle) erase(order_.begin());
@@ -41,6 +40,11 @@ sequence_state* sequence_table::begin(const std::string& id, bool start,
   return &s->state;
 }
 
+std::size_t sequence_table::size() {
+  std::lock_guard lock(mu_);
+  return order_.size();
+}
+
 void sequence_table::end(const std::string& id) {
   std::lock_guard lock(mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) erase(it->second);
@@ -51,22 +55,10 @@ void sequence_table::erase(std::list<slot>::iterator it) {
   order_.erase(it);
 }
 
-// --- instances -----------------------------------------------------------------------------
+// --- the batcher's rules -------------------------------------------------------------------
 
-struct instance_gate::wake_timer {
-  explicit wake_timer(boost::asio::thread_pool& pool) : timer(pool.get_executor()) {}
-  boost::asio::steady_timer timer;
-  clock::time_point at{};    ///< when it fires; epoch: not armed
-  std::uint64_t generation = 0;
-};
-
-instance_gate::instance_gate() = default;
-instance_gate::~instance_gate() = default;
-
-void instance_gate::configure(std::size_t instances, const model_config& c, std::weak_ptr<instance_gate> self) {
+void batch_queue::configure(const model_config& c) {
   const inference::ModelDynamicBatching& b = c.proto.dynamic_batching();
-  self_ = std::move(self);
-  instances_ = instances ? instances : 1;
   auto to_policy = [](const inference::ModelQueuePolicy& q) {
     return policy{q.max_queue_size(), q.default_timeout_microseconds(),
                   q.timeout_action() == inference::ModelQueuePolicy::DELAY, q.allow_timeout_override()};
@@ -77,105 +69,50 @@ void instance_gate::configure(std::size_t instances, const model_config& c, std:
     if (level >= 1 && level <= levels) policies_[static_cast<std::size_t>(level - 1)] = to_policy(q);
   queues_.assign(levels, {});
   with_deadline_.assign(levels, 0);
+  size_ = 0;
   default_level_ = b.default_priority_level() >= 1 && b.default_priority_level() <= levels
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
                        : levels - 1;
   // Gathering: Triton's dynamic batcher, for models that batch and are neither sequences
   // (the sequence batcher's) nor decoupled; and the sequence batcher's `oldest` strategy.
-  const bool oldest = c.sequence && c.max_batch_size > 0 && !c.decoupled && c.proto.sequence_batching().has_oldest();
-  const bool gathers = oldest || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
+  oldest_ = c.sequence && c.max_batch_size > 0 && !c.decoupled && c.proto.sequence_batching().has_oldest();
+  const bool gathers = oldest_ || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
   max_batch_ = gathers ? c.max_batch_size : 0;
   preferred_.clear();
-  const auto& preferred = oldest ? c.proto.sequence_batching().oldest().preferred_batch_size() : b.preferred_batch_size();
+  const auto& preferred = oldest_ ? c.proto.sequence_batching().oldest().preferred_batch_size() : b.preferred_batch_size();
   if (gathers)
     for (auto p : preferred)
       if (p > 0 && p <= max_batch_) preferred_.push_back(p);
   std::sort(preferred_.begin(), preferred_.end());
-  const std::uint64_t delay = oldest ? c.proto.sequence_batching().oldest().max_queue_delay_microseconds()
-                                     : b.max_queue_delay_microseconds();
+  const std::uint64_t delay = oldest_ ? c.proto.sequence_batching().oldest().max_queue_delay_microseconds()
+                                      : b.max_queue_delay_microseconds();
   max_delay_ = std::chrono::microseconds(std::min<std::uint64_t>(delay, std::uint64_t{1} << 40));
-  // A sequence's requests run in order: one `oldest` batch at a time.
-  if (oldest) instances_ = 1;
 }
 
-queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
+queue_ticket batch_queue::ticket(std::uint64_t priority, std::uint64_t timeout_us, clock::time_point now) const {
   queue_ticket t;
   t.level = priority >= 1 && priority <= policies_.size() ? static_cast<std::size_t>(priority - 1) : default_level_;
   const policy& p = policies_[t.level];
   std::uint64_t timeout = p.timeout_us;
   if (p.allow_override && timeout_us > 0) timeout = timeout == 0 ? timeout_us : std::min(timeout, timeout_us);
-  if (timeout > 0) t.deadline = clock::now() + std::chrono::microseconds(std::min<std::uint64_t>(timeout, std::uint64_t{1} << 40));
+  if (timeout > 0) t.deadline = now + std::chrono::microseconds(std::min<std::uint64_t>(timeout, std::uint64_t{1} << 40));
   t.delay = p.delay;
   return t;
 }
 
-bool instance_gate::submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
-                           call_ptr call, std::int64_t rows, std::string key, std::string group) {
-  {
-    std::lock_guard lock(mu_);
-    auto& q = queues_[t.level];
-    const std::size_t max = policies_[t.level].max_queue;
-    if (max && q.size() >= max) return false;
-    pool_ = &pool;
-    handlers_ = &handlers;
-    const bool timed = t.deadline.time_since_epoch().count() != 0;
-    if (timed) ++with_deadline_[t.level];
-    q.push_back({std::move(call), rows, std::move(key), std::move(group), clock::now(), t.deadline, t.delay});
-  }
-  dispatch();
+bool batch_queue::push(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group,
+                       clock::time_point now) {
+  auto& q = queues_[t.level];
+  const std::size_t max = policies_[t.level].max_queue;
+  if (max && q.size() >= max) return false;
+  if (t.deadline.time_since_epoch().count() != 0) ++with_deadline_[t.level];
+  q.push_back({std::move(call), rows, std::move(key), std::move(group), now, t.deadline, t.delay});
+  ++size_;
   return true;
 }
 
-void instance_gate::flush() {
-  {
-    std::lock_guard lock(mu_);
-    flushed_ = true;
-    if (timer_) {  // a wait already under way finds its generation stale
-      ++timer_->generation;
-      timer_->at = {};
-      timer_->timer.cancel();
-    }
-  }
-  dispatch(false);
-}
-
-void instance_gate::release() {
-  {
-    std::lock_guard lock(mu_);
-    --running_;
-  }
-  dispatch();
-}
-
-void instance_gate::dispatch(bool run_here) {
-  std::vector<std::vector<call_ptr>> batches;
-  std::vector<call_ptr> rejected;
-  boost::asio::thread_pool* pool = nullptr;
-  const batch_handlers* handlers = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    if (!pool_) return;
-    pool = pool_;
-    handlers = handlers_;
-    const auto now = clock::now();
-    clock::time_point wake{};
-    while (running_ < instances_) {
-      std::vector<call_ptr> batch;
-      take(now, batch, rejected, wake);
-      if (batch.empty()) break;
-      ++running_;
-      batches.push_back(std::move(batch));
-    }
-    if (wake.time_since_epoch().count() != 0) arm(wake);
-  }
-  for (auto& r : rejected) boost::asio::post(*pool, [h = handlers, r = std::move(r)]() mutable { h->expire(std::move(r)); });
-  for (std::size_t i = run_here ? 1 : 0; i < batches.size(); ++i)
-    boost::asio::post(*pool, [h = handlers, b = std::move(batches[i])]() mutable { h->run(std::move(b)); });
-  if (run_here && !batches.empty()) handlers->run(std::move(batches.front()));
-}
-
-void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
-                         clock::time_point& wake) {
+void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr>& batch,
+                       std::vector<call_ptr>& rejected, clock::time_point& wake) {
   auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
   // Requests past their timeout under REJECT leave the queue with their error.
   for (std::size_t level = 0; level < queues_.size(); ++level) {
@@ -186,6 +123,7 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
         rejected.push_back(std::move(it->call));
         it = q.erase(it);
         --with_deadline_[level];
+        --size_;
       } else {
         ++it;
       }
@@ -232,7 +170,7 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
     // batch already has the largest preferred size.
     const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
     const auto until = first->enqueued + max_delay_;
-    if (total < target && now < until && !flushed_) {
+    if (total < target && now < until && !flushed) {
       wake = until;
       return;
     }
@@ -256,10 +194,167 @@ void instance_gate::take(clock::time_point now, std::vector<call_ptr>& batch, st
     if (it->deadline.time_since_epoch().count() != 0) --with_deadline_[picks[k].level];
     q.erase(it);
   }
+  size_ -= n;
+}
+
+// --- what runs where -------------------------------------------------------------------------
+
+namespace {
+
+// A model whose small requests may run on the thread that received them: no artificial delay,
+// no batcher.
+bool inline_model(const model_config& c) {
+  return !(c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching() ||
+           (c.sequence && c.proto.sequence_batching().has_oldest()));
+}
+
+bool small_request(bool on_gpu, const v2::infer_request& request, const tensor_places& places) {
+  constexpr std::size_t inline_execution_limit = 64 * 1024;
+  std::size_t input_bytes = 0;
+  for (std::size_t i = 0; i < request.inputs.size(); ++i)
+    if (!on_gpu || i >= places.inputs.size() || !places.inputs[i].data) input_bytes += request.inputs[i].data.size();
+  return input_bytes <= inline_execution_limit;
+}
+
+}  // namespace
+
+bool runs_inline(const model_config& c, bool on_gpu, const v2::infer_request& request, const tensor_places& places) {
+  return inline_model(c) && small_request(on_gpu, request, places);
+}
+
+std::string batch_key(const v2::infer_request& r) {
+  // Input names in order, each with its type and its shape past the batch dimension: two
+  // requests with the same key concatenate along dimension 0 into valid inputs. Inputs are
+  // sorted by name so that the order a client lists them in does not matter.
+  std::vector<const v2::infer_input*> in;
+  in.reserve(r.inputs.size());
+  for (const auto& i : r.inputs) in.push_back(&i);
+  std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  std::string key;
+  for (const auto* i : in) {
+    key += i->name;
+    key += '\0';
+    key += static_cast<char>(i->datatype);
+    for (std::size_t d = 1; d < i->shape.size(); ++d) key.append(reinterpret_cast<const char*>(&i->shape[d]), sizeof(std::int64_t));
+    key += '\0';
+  }
+  return key;
+}
+
+std::string sequence_group(const v2::infer_request& r) {
+  std::string text;
+  std::uint64_t number = 0;
+  bool string_id = false;
+  read_sequence_id(r, text, number, string_id);
+  return text.empty() ? text : (string_id ? "s:" : "u:") + text;
+}
+
+// --- the gate --------------------------------------------------------------------------------
+
+struct instance_gate::wake_timer {
+  explicit wake_timer(boost::asio::thread_pool& pool) : timer(pool.get_executor()) {}
+  boost::asio::steady_timer timer;
+  clock::time_point at{};    ///< when it fires; epoch: not armed
+  std::uint64_t generation = 0;
+};
+
+instance_gate::instance_gate() = default;
+instance_gate::~instance_gate() = default;
+
+void instance_gate::configure(std::size_t instances, const model_config& c, bool on_gpu, version_stats& stats,
+                              const execution_context& exec, std::weak_ptr<instance_gate> self) {
+  queue_.configure(c);
+  self_ = std::move(self);
+  exec_ = exec;
+  stats_ = &stats;
+  on_gpu_ = on_gpu;
+  inline_ok_ = inline_model(c);
+  // A sequence's requests run in order: one `oldest` batch at a time.
+  instances_ = queue_.one_at_a_time() ? 1 : (instances ? instances : 1);
+}
+
+queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
+  return queue_.ticket(priority, timeout_us, clock::now());
+}
+
+bool instance_gate::schedule(const call_ptr& call) {
+  if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places)) {
+    exec_.runner->run_one(*call);
+    return true;
+  }
+  // The queue policy (schedule_policy): the request's priority level and how long it may wait.
+  const queue_ticket t = ticket(unsigned_parameter(call->request, "priority"), unsigned_parameter(call->request, "timeout"));
+  std::string key, group;
+  if (queue_.gathers()) {
+    key = batch_key(call->request);
+    if (queue_.one_at_a_time()) group = sequence_group(call->request);
+  }
+  return submit(t, call, call->batch_size, std::move(key), std::move(group));
+}
+
+bool instance_gate::submit(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group) {
+  {
+    std::lock_guard lock(mu_);
+    if (!queue_.push(t, std::move(call), rows, std::move(key), std::move(group), clock::now())) return false;
+    if (stats_) stats_->enqueued();
+  }
+  dispatch();
+  return true;
+}
+
+void instance_gate::flush() {
+  {
+    std::lock_guard lock(mu_);
+    flushed_ = true;
+    if (timer_) {  // a wait already under way finds its generation stale
+      ++timer_->generation;
+      timer_->at = {};
+      timer_->timer.cancel();
+    }
+  }
+  dispatch(false);
+}
+
+void instance_gate::release() {
+  {
+    std::lock_guard lock(mu_);
+    --running_;
+  }
+  dispatch();
+}
+
+void instance_gate::dispatch(bool run_here) {
+  std::vector<std::vector<call_ptr>> batches;
+  std::vector<call_ptr> rejected;
+  {
+    std::lock_guard lock(mu_);
+    if (!exec_.pool || queue_.size() == 0) return;
+    const auto now = clock::now();
+    clock::time_point wake{};
+    std::size_t taken = 0;
+    while (running_ < instances_) {
+      std::vector<call_ptr> batch;
+      queue_.take(now, flushed_, batch, rejected, wake);
+      if (batch.empty()) break;
+      ++running_;
+      taken += batch.size();
+      batches.push_back(std::move(batch));
+    }
+    // What left the queue no longer counts as pending.
+    if (stats_)
+      for (std::size_t i = 0, n = taken + rejected.size(); i < n; ++i) stats_->dequeued();
+    if (wake.time_since_epoch().count() != 0) arm(wake);
+  }
+  const batch_runner* runner = exec_.runner;
+  boost::asio::thread_pool& pool = *exec_.pool;
+  for (auto& r : rejected) boost::asio::post(pool, [runner, r = std::move(r)]() mutable { runner->expire(std::move(r)); });
+  for (std::size_t i = run_here ? 1 : 0; i < batches.size(); ++i)
+    boost::asio::post(pool, [this, runner, b = std::move(batches[i])]() mutable { runner->run(std::move(b), *this); });
+  if (run_here && !batches.empty()) runner->run(std::move(batches.front()), *this);
 }
 
 void instance_gate::arm(clock::time_point at) {
-  if (!timer_) timer_ = std::make_unique<wake_timer>(*pool_);
+  if (!timer_) timer_ = std::make_unique<wake_timer>(*exec_.pool);
   if (timer_->at.time_since_epoch().count() != 0 && timer_->at <= at) return;  // wakes earlier already
   timer_->at = at;
   const std::uint64_t generation = ++timer_->generation;

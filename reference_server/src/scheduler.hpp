@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scheduling state of one model version: its live sequences (v2-protocol §7, the sequence
-// batcher) and the gate in front of its instances: the dynamic batcher with its queue policy.
+// The scheduler of one model version: its live sequences (v2-protocol §7, the sequence
+// batcher) and the gate in front of its instances, which decides where an admitted call runs:
+// at once on the thread that scheduled it, or queued by the dynamic batcher's rules and its
+// queue policy and then run as part of a batch on the execution pool. The rules themselves
+// (batch_queue) are plain code without threads or a clock of their own, tested as such.
+//
+// The call path runs down: service -> scheduler -> the runner (inference.hpp) -> backends. The
+// gate gets the runner and the pool once, at configure; only completions travel back up.
 #pragma once
 
 #include "backends.hpp"
+#include "call.hpp"
+#include "model_config.hpp"
 #include "statistics.hpp"
 
 #include <boost/asio/thread_pool.hpp>
@@ -33,8 +41,11 @@ class sequence_table {
   /// Starts or continues the sequence `id` (its text form). Null when a continuing request's
   /// sequence is unknown (never started, ended or idle longer than `max_idle`: `found` false),
   /// or when a new sequence would exceed max_live (`full` true).
+  /// `now`: the time of the request (a test's own clock; the server's is clock::now()).
   sequence_state* begin(const std::string& id, bool start, std::chrono::microseconds max_idle,
-                        bool& found, bool& full);
+                        bool& found, bool& full, clock::time_point now = clock::now());
+  /// The sequences live now.
+  std::size_t size();
   void end(const std::string& id);
 
  private:
@@ -60,61 +71,44 @@ struct queue_ticket {
   bool delay = false;             ///< timeout_action DELAY: served after those still in time
 };
 
-struct infer_call;  // service.hpp
-using call_ptr = std::shared_ptr<infer_call>;
-
-/// What the gate hands its work to (the service): a batch to execute on the pool thread it is
-/// called on (the handler calls `instance_gate::release` once the execution is over), and a
-/// request whose queue timeout expired under REJECT.
-struct batch_handlers {
-  void (*run)(std::vector<call_ptr>&& batch);
-  void (*expire)(call_ptr call);
-};
-
-/// The scheduler of one model version in front of its instances (Triton's dynamic batcher
-/// and its queue policy). At most `instances` executions run at a time; the other requests
-/// wait in FIFO queues, one per priority level, each bounded by its max_queue_size (0 =
-/// unbounded). When an instance is free the gate takes the next batch: the request at the
-/// head of the highest non-empty level and, when the model batches dynamically, the requests
-/// after it (in priority order) whose batch key equals its own, while their batch sizes add up
-/// to at most max_batch_size. It sends the batch at once when it is full, when the next request
-/// is not compatible, or when it reached the largest preferred batch size; otherwise it waits
-/// for more requests until the oldest has waited max_queue_delay_microseconds. A request past
-/// its timeout is rejected (REJECT) or served after the requests of its level still in time
-/// (DELAY). Models without dynamic batching run one request per execution. A sequence model
-// with the `oldest` strategy batches the same way, one request per sequence in a batch, one
-// batch at a time (so a sequence's requests run in order).
-class instance_gate {
+/// Triton's dynamic batcher and its queue policy over the requests that wait for one model
+/// version's instances, as plain code: no lock, no thread, no clock (every time is an argument).
+///
+/// The requests wait in FIFO queues, one per priority level, each bounded by its
+/// max_queue_size (0 = unbounded). The next batch is the request at the head of the highest
+/// non-empty level and, when the model batches dynamically, the requests after it (in priority
+/// order) whose batch key equals its own, while their batch sizes add up to at most
+/// max_batch_size. It goes at once when it is full, when the next request is not compatible, or
+/// when it reached the largest preferred batch size; otherwise it waits for more requests until
+/// the oldest has waited max_queue_delay_microseconds. A request past its timeout is rejected
+/// (REJECT) or served after the requests of its level still in time (DELAY). Models without
+/// dynamic batching run one request per batch. A sequence model with the `oldest` strategy
+/// batches the same way, one request per sequence in a batch.
+class batch_queue {
  public:
-  instance_gate();
-  ~instance_gate();
-  instance_gate(const instance_gate&) = delete;
-  instance_gate& operator=(const instance_gate&) = delete;
-
-  /// From the model's instance count and configuration. `self` owns the gate (the model
-  /// version): a pending batch-delay timer holds it weakly.
-  void configure(std::size_t instances, const model_config& config, std::weak_ptr<instance_gate> self);
+  /// From the model's configuration (levels, their policies, batch sizes, delay).
+  void configure(const model_config& config);
   /// Whether requests are gathered into batches: dynamic_batching with max_batch_size > 0 (not
   /// a sequence or decoupled model), or a sequence model with the `oldest` strategy.
   bool gathers() const noexcept { return max_batch_ > 0; }
-  /// The ticket of a request with these `priority` and `timeout` (µs) parameters, 0 meaning
-  /// none. As Triton: priority 0 or past the model's levels takes the default level; a request
-  /// timeout applies when its level allows overrides, and never lengthens the default.
-  queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
-  /// Queues `call` (of `rows` batch size; requests with equal `key` may share an execution,
-  /// but never two of one non-empty `group`: a sequence's requests run in order, one per batch)
-  /// and starts what can start on `pool`. False when its level's queue is full (the service
-  /// answers `Exceeds maximum queue size`).
-  bool submit(boost::asio::thread_pool& pool, const batch_handlers& handlers, const queue_ticket& t,
-              call_ptr call, std::int64_t rows, std::string key, std::string group = {});
-  /// Called by the batch handler once its execution is over (before it reports, so the next
-  /// batch does not wait for responses to be encoded): hands the instance to the next batch.
-  void release();
-  /// From now on, batches do not wait for more requests (their queue delay): what is queued
-  /// runs now, and the delay timer is cancelled (a pending one would hold the execution pool,
-  /// and so the exit, until it fires: up to 2^40 us after the last delayed batch). For a
-  /// version that is leaving (unload, reload, shutdown): nothing more will come to fill a batch.
-  void flush();
+  /// The sequence batcher's `oldest` strategy: one batch at a time, so that a sequence's
+  /// requests run in order.
+  bool one_at_a_time() const noexcept { return oldest_; }
+  /// The ticket at `now` of a request with these `priority` and `timeout` (µs) parameters, 0
+  /// meaning none. As Triton: priority 0 or past the model's levels takes the default level; a
+  /// request timeout applies when its level allows overrides, and never lengthens the default.
+  queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us, clock::time_point now) const;
+  /// Queues `call` at `now` (of `rows` batch size; requests with equal `key` may share a
+  /// batch, but never two of one non-empty `group`). False when its level's queue is full.
+  bool push(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group,
+            clock::time_point now);
+  /// The next batch at `now` into `batch`, or none: `wake` then says until when it waits for
+  /// more requests, or stays epoch when nothing waits. Requests past their timeout under REJECT
+  /// leave the queue into `rejected`. `flushed`: batches no longer wait for more requests.
+  void take(clock::time_point now, bool flushed, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
+            clock::time_point& wake);
+  /// The requests waiting.
+  std::size_t size() const noexcept { return size_; }
 
  private:
   struct policy {
@@ -132,32 +126,106 @@ class instance_gate {
     clock::time_point deadline;
     bool delay = false;
   };
-  struct wake_timer;
-  /// Starts every batch that can start now, rejects expired requests, and arms the delay
-  /// timer when a batch waits for more requests. `run_here`: the caller is a pool thread that
-  /// runs the first batch itself.
-  void dispatch(bool run_here = false);
-  /// Under mu_: the next batch into `batch`, or none (`wake` then says until when to wait, or
-  /// epoch when nothing is queued). Expired REJECT requests go to `rejected`.
-  void take(clock::time_point now, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
-            clock::time_point& wake);
-  void arm(clock::time_point at);
-
-  std::mutex mu_;
-  std::size_t instances_ = 1;
-  std::size_t running_ = 0;
   std::size_t default_level_ = 0;
   std::int64_t max_batch_ = 0;                 ///< 0: no gathering
+  bool oldest_ = false;
   std::vector<std::int64_t> preferred_;        ///< ascending
   std::chrono::microseconds max_delay_{0};
   std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
   std::vector<std::deque<entry>> queues_{1};   ///< per level
   std::vector<std::size_t> with_deadline_{0};  ///< per level: queued entries that have a timeout
-  boost::asio::thread_pool* pool_ = nullptr;
-  const batch_handlers* handlers_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+class instance_gate;
+
+/// What the gates hand their work to (the server's is inference_runner()): a small call, run
+/// on the thread that scheduled it; a batch, run on the pool thread it is called on (the runner
+/// calls `gate.release()` once the execution is over, before it completes the calls); a
+/// request whose queue timeout expired under REJECT. Each completes its calls.
+struct batch_runner {
+  void (*run_one)(infer_call& call);
+  void (*run)(std::vector<call_ptr>&& batch, instance_gate& gate);
+  void (*expire)(call_ptr call);
+};
+
+/// Where a server's gates run their work, given to each gate once.
+struct execution_context {
+  boost::asio::thread_pool* pool = nullptr;
+  const batch_runner* runner = nullptr;
+};
+
+/// The scheduler of one model version in front of its instances: at most `instances`
+/// executions run at a time, batches formed by its batch_queue. A small call of a model that
+/// neither batches nor delays runs at once on the scheduling thread (runs_inline).
+class instance_gate {
+ public:
+  instance_gate();
+  ~instance_gate();
+  instance_gate(const instance_gate&) = delete;
+  instance_gate& operator=(const instance_gate&) = delete;
+
+  /// From the model's instance count and configuration; `on_gpu`: its backend runs on a GPU.
+  /// Queued requests count in `stats` (pending). `self` owns the gate (the model version): a
+  /// pending batch-delay timer holds it weakly.
+  void configure(std::size_t instances, const model_config& config, bool on_gpu, version_stats& stats,
+                 const execution_context& exec, std::weak_ptr<instance_gate> self);
+  /// Schedules an admitted call whose hooks and completion are in it: runs it now, on the
+  /// calling thread, when it is small and takes no decoupled responses (runs_inline);
+  /// otherwise queues it with its ticket (its `priority` and `timeout` parameters), batch key
+  /// and sequence, and starts what can start. False when its level's queue is full: nothing
+  /// was done with the call (the service answers `Exceeds maximum queue size`).
+  bool schedule(const call_ptr& call);
+  /// Queues `call` with its ticket, batch key and group (see batch_queue::push) and starts
+  /// what can start. False when its level's queue is full.
+  bool submit(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group = {});
+  /// The ticket of a request with these parameters, now (batch_queue::ticket).
+  queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
+  /// Called by the runner once a batch's execution is over (before it reports, so the next
+  /// batch does not wait for responses to be encoded): hands the instance to the next batch.
+  void release();
+  /// From now on, batches do not wait for more requests (their queue delay): what is queued
+  /// runs now, and the delay timer is cancelled (a pending one would hold the execution pool,
+  /// and so the exit, until it fires: up to 2^40 us after the last delayed batch). For a
+  /// version that is leaving (unload, reload, shutdown): nothing more will come to fill a batch.
+  void flush();
+
+ private:
+  struct wake_timer;
+  /// Starts every batch that can start now, rejects expired requests, and arms the delay
+  /// timer when a batch waits for more requests. `run_here`: the caller is a pool thread that
+  /// runs the first batch itself.
+  void dispatch(bool run_here = false);
+  void arm(clock::time_point at);
+
+  std::mutex mu_;
+  std::size_t instances_ = 1;
+  std::size_t running_ = 0;
+  batch_queue queue_;
+  const model_config* config_ = nullptr;
+  bool on_gpu_ = false;
+  bool inline_ok_ = false;  ///< the model neither batches nor delays: small calls may run inline
+  version_stats* stats_ = nullptr;
+  execution_context exec_;
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;
   bool flushed_ = false;  ///< under mu_: flush() was called
 };
+
+/// Whether a request is small enough to execute on the thread that received it (HTTP I/O
+/// thread, gRPC handler thread) instead of the execution pool: models without an artificial
+/// delay or dynamic batching, with at most 64 KiB of host input bytes (inputs already in the
+/// GPU memory of a GPU instance cost nothing). Its work is bounded and small, and a thread hop
+/// would cost more.
+bool runs_inline(const model_config& config, bool on_gpu, const v2::infer_request& request,
+                 const tensor_places& places);
+
+/// The key of the requests that may share one execution (the dynamic batcher): their inputs'
+/// names, types and shapes past the batch dimension.
+std::string batch_key(const v2::infer_request& request);
+
+/// The sequence a request belongs to ("" when it names none): at most one request of a
+/// sequence goes into one batch (the sequence batcher's `oldest` strategy).
+std::string sequence_group(const v2::infer_request& request);
 
 }  // namespace inferwire::server

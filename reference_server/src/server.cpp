@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server.hpp"
+#include "inference.hpp"
 #include "gpu.hpp"
 
 #include <inferwire/version.hpp>
@@ -42,7 +43,8 @@ server_state::server_state(options o)
           opts.model_control_mode == "explicit" ? control_mode::explicit_
           : opts.model_control_mode == "poll"   ? control_mode::poll
                                                 : control_mode::none,
-          [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); }),
+          [this](bool error, const std::string& m) { error ? log.log_error(m) : log.log_info(m); },
+          execution_context{&execution, &inference_runner()}),
       shm(opts.allow_client_shm),
       body_budget(opts.http_max_inflight_bytes ? opts.http_max_inflight_bytes
                                                : std::max<std::uint64_t>(std::uint64_t{2} << 30,

@@ -3,8 +3,6 @@
 
 #include <inferwire/version.hpp>
 
-#include <boost/asio/post.hpp>
-
 #include <chrono>
 #include <new>
 
@@ -15,27 +13,6 @@ namespace {
 std::uint64_t ns_since(clock::time_point t) {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t).count());
-}
-
-// execute_request where nothing may escape: a failure (an allocation above all) is the call's.
-status execute_guarded(infer_call& call, const response_sink* sink,
-                       const std::function<bool()>& cancelled) noexcept {
-  try {
-    return execute_request(*call.model, call.request, call.batch_size, call.times, call.response,
-                           &call.places, sink, call.trace.get(), cancelled ? &cancelled : nullptr);
-  } catch (const std::bad_alloc&) {
-    return {errc::internal, "failed to allocate memory for the request"};
-  } catch (const std::exception& e) {
-    return {errc::internal, quote_input(e.what())};
-  }
-}
-
-// A request parameter read as unsigned (HTTP carries uint64, gRPC int64 or uint64); 0 when
-// absent or negative.
-std::uint64_t unsigned_parameter(const v2::infer_request& r, std::string_view key) {
-  if (auto v = r.parameters.get<std::uint64_t>(key)) return *v;
-  if (auto v = r.parameters.get<std::int64_t>(key)) return *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
-  return 0;
 }
 
 // The core's part of a traced request: Triton's timestamps from REQUEST_START to REQUEST_END
@@ -225,13 +202,6 @@ status service::log_settings(const v2::log_settings* u, v2::log_settings& out) {
 
 // --- inference -------------------------------------------------------------------------------
 
-status service::find_model(std::string_view name, std::string_view version, infer_call& call) const {
-  call.times.received = clock::now();
-  status st;
-  call.model = s_.repository.find(name, version, st);
-  return st;
-}
-
 status service::failed(const infer_call& call, status st) const {
   if (call.model) call.model->stats.record_failure(ns_since(call.times.received), false);
   return st;
@@ -250,13 +220,14 @@ bool service::hold_decoded(infer_call& call, std::uint64_t beyond) const {
 }
 
 status service::admit(infer_call& call) const {
-  if (auto st = resolve_shared_memory(s_.shm, call.request, call.places)) return failed(call, std::move(st));
-  if (auto st = validate_request(*call.model->config, call.request, call.batch_size))
-    return failed(call, std::move(st));
+  if (auto st = resolve_shared_memory(s_.shm, call.request, call.places)) return st;
+  if (auto st = validate_request(*call.model->config, call.request, call.batch_size)) return st;
   // Whether to trace is decided once the request is valid (trace level, rate and count).
   if ((call.trace = s_.traces.begin(call.model->name))) {
     call.trace->model_version = call.model->version;
     call.trace->request_id = call.request.id;
+    for (const auto& r : call.received)
+      if (r.name) call.trace->stamp(r.name, r.at);
     if (call.trace->tensors)
       for (std::size_t i = 0; i < call.request.inputs.size(); ++i) {
         const auto& in = call.request.inputs[i];
@@ -268,103 +239,50 @@ status service::admit(infer_call& call) const {
   return {};
 }
 
-namespace {
-
-// Completes a queued call: its completion is taken out of the call first (it may hold the
-// call), then called.
-void complete(infer_call& call, status st) {
-  auto done = std::move(call.done);
-  call.done = nullptr;
-  call.hooks = {};
-  done(std::move(st));
-}
-
-// A batch the model's scheduler started, on an execution pool thread: requests whose clients
-// gave up while they waited are dropped; one request runs alone (decoupled models included),
-// more run as one execution over the batch dimension.
-void run_batch(std::vector<call_ptr>&& batch) {
-  const std::shared_ptr<model_version> model = batch.front()->model;
-  std::vector<status> results(batch.size());
-  std::vector<std::size_t> live;
-  live.reserve(batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    model->stats.dequeued();
-    const auto& hooks = batch[i]->hooks;
-    if (hooks.cancelled && hooks.cancelled()) results[i] = cancelled_status();
-    else live.push_back(i);
-  }
-  if (live.size() == 1) {
-    infer_call& call = *batch[live.front()];
-    if (const response_sink* sink = call.hooks.sink) {
-      const auto& cancelled = call.hooks.cancelled;
-      const response_sink checked = [&](v2::infer_response&& r) {
-        return !(cancelled && cancelled()) && (*sink)(std::move(r));
-      };
-      results[live.front()] = execute_guarded(call, &checked, cancelled);
-    } else {
-      results[live.front()] = execute_guarded(call, nullptr, call.hooks.cancelled);
-    }
-  } else if (live.size() > 1) {
-    std::vector<batch_member> members;
-    members.reserve(live.size());
-    for (auto i : live) {
-      infer_call& c = *batch[i];
-      members.push_back({&c.request, c.batch_size, &c.times, &c.response, &c.places, {}});
-    }
-    std::shared_ptr<const void> keep;
-    try {
-      execute_batch(*model, members, keep);
-    } catch (const std::bad_alloc&) {
-      for (auto& m : members) m.result = {errc::internal, "failed to allocate memory for the request"};
-    } catch (const std::exception& e) {
-      for (auto& m : members) m.result = {errc::internal, quote_input(e.what())};
-    }
-    for (std::size_t k = 0; k < live.size(); ++k) {
-      results[live[k]] = std::move(members[k].result);
-      batch[live[k]]->batch_data = keep;
-    }
-  }
-  model->instances.release();
-  for (std::size_t i = 0; i < batch.size(); ++i) complete(*batch[i], std::move(results[i]));
-}
-
-// A request that waited in the queue past its timeout (REJECT).
-void expire_call(call_ptr call) {
-  call->model->stats.dequeued();
-  call->model->stats.record_failure(ns_since(call->times.received), false);
-  complete(*call, {errc::unavailable, "Request timeout expired"});
-}
-
-const batch_handlers scheduler_handlers{&run_batch, &expire_call};
-
-}  // namespace
-
-void service::infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::function<void(status)> done) {
-  call->times.queued = clock::now();
-  if (call->trace)
-    done = [call, done = std::move(done)](status st) {
+infer_start service::start_infer(const std::shared_ptr<infer_call>& call, std::string_view name,
+                                 std::string_view version, infer_decoder decode, infer_hooks hooks,
+                                 std::function<void(status)> done) {
+  infer_call& c = *call;
+  // Step 1: the model version.
+  c.times.received = clock::now();
+  c.in_flight.emplace(s_.in_flight);
+  status st;
+  c.model = s_.repository.find(name, version, st);
+  if (!c.model) return {infer_start::failed, std::move(st)};
+  // The frontend's steps: the body, decoded into the request.
+  c.hooks = std::move(hooks);
+  decoded d;
+  if (auto e = guarded([&] {
+        d = decode(c);
+        return status{};
+      }))
+    d = decoded(std::move(e));
+  if (d.refused) return {infer_start::refused, std::move(d.error)};
+  if (d.error) return {infer_start::failed, failed(c, std::move(d.error))};
+  // What decoding made, within the in-flight budget; then shared memory and validation.
+  if (!hold_decoded(c, d.beyond)) return {infer_start::budget, {errc::unavailable, s_.body_budget.exhausted_text()}};
+  if (auto e = guarded([&] { return admit(c); })) return {infer_start::failed, failed(c, std::move(e))};
+  // The scheduler: at once, or queued.
+  c.times.queued = clock::now();
+  if (c.trace)
+    done = [call, done = std::move(done)](status result) {
       stamp_request(*call);
-      done(std::move(st));
+      done(std::move(result));
     };
-  if (hooks.cancelled && hooks.cancelled()) return done(cancelled_status());
-  if (!hooks.sink && runs_inline(*call->model, call->request, call->places))
-    return done(execute_guarded(*call, nullptr, hooks.cancelled));
-  instance_gate& gate = call->model->instances;
-  // The queue policy (schedule_policy): the request's priority level and how long it may wait.
-  const queue_ticket ticket = gate.ticket(unsigned_parameter(call->request, "priority"),
-                                          unsigned_parameter(call->request, "timeout"));
-  std::string key, group;
-  if (gate.gathers()) {
-    key = batch_key(call->request);
-    if (call->model->config->sequence) group = sequence_group(call->request);
+  c.done = std::move(done);
+  if (c.hooks.cancelled && c.hooks.cancelled()) {
+    c.finish(cancelled_status());
+    return {};
   }
-  call->hooks = std::move(hooks);
-  call->done = std::move(done);
-  call->model->stats.enqueued();
-  if (!gate.submit(s_.execution, scheduler_handlers, ticket, call, call->batch_size, std::move(key), std::move(group))) {
-    call->model->stats.dequeued();
-    complete(*call, failed(*call, {errc::unavailable, "Exceeds maximum queue size"}));
+  bool scheduled = false;
+  try {
+    scheduled = c.model->instances.schedule(call);
+  } catch (...) {  // no memory to queue it: nothing was queued
+    if (c.done) c.finish(failed(c, exception_status()));
+    return {};
   }
+  if (!scheduled) c.finish(failed(c, {errc::unavailable, "Exceeds maximum queue size"}));
+  return {};
 }
 
 }  // namespace inferwire::server

@@ -3,8 +3,8 @@
 // of the v2 protocol and Triton's extensions. It takes and returns the v2 value types and
 // `status` (an inferwire error code with the exact text), and holds every rule that is not a
 // matter of the wire: shutdown refusals, repository names, model lookup, shared-memory
-// admission, validation, failure statistics and scheduling (inline, or on the execution pool
-// behind the model's instance gate and its queue limit).
+// admission, validation, failure statistics, and the inference call from the model lookup to
+// the scheduler (start_infer).
 //
 // The HTTP and gRPC frontends only decode, call the service, and encode. A text that really
 // differs per transport stays in its frontend, with a comment naming the upstream behaviour.
@@ -18,40 +18,56 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace inferwire::server {
 
-/// What a frontend gives an inference besides the call.
-struct infer_hooks {
-  /// Where a decoupled model's responses go (null: the frontend takes none).
-  const response_sink* sink = nullptr;
-  /// True once the client gave up (empty: never). Checked before the call runs and before
-  /// each decoupled response.
-  std::function<bool()> cancelled;
+/// What a frontend's decoding of a request says (see service::start_infer).
+struct decoded {
+  /// The request is invalid: its error, counted as a failed inference of the model.
+  status error;
+  /// What the frontend's decoding keeps beyond the tensors it made (protobuf's parsed typed
+  /// contents), charged to the in-flight budget with them.
+  std::uint64_t beyond = 0;
+  /// The frontend refused the request for a reason of its own transport (a model it does not
+  /// serve, a coding it does not take): not counted; `error`, when set, is its answer.
+  bool refused = false;
+
+  decoded() = default;
+  decoded(status st, std::uint64_t beyond_bytes = 0) : error(std::move(st)), beyond(beyond_bytes) {}
+  static decoded refuse(status st = {}) {
+    decoded d(std::move(st));
+    d.refused = true;
+    return d;
+  }
 };
 
-/// One inference on its way through the service: the model found, the request the frontend
-/// decoded, its shared-memory places and, once run, the response. Frontends may derive from it
-/// to keep what the request's bytes live in.
-struct infer_call {
-  std::shared_ptr<model_version> model;
-  v2::infer_request request;
-  tensor_places places;
-  std::int64_t batch_size = 1;
-  request_clock times;
-  v2::infer_response response;
-  /// Set when this request is traced (trace extension); the frontend stamps its receive and
-  /// send times and hands the record to the trace registry once the reply is sent.
-  std::shared_ptr<trace_record> trace;
-  /// While queued: the frontend's hooks and completion (taken out when it completes).
-  infer_hooks hooks;
-  std::function<void(status)> done;
-  /// What the response's data views when the call ran in a dynamic batch.
-  std::shared_ptr<const void> batch_data;
-  /// What decoding made beyond the bytes received (an inflated body, tensors decoded from JSON
-  /// or gRPC's typed contents), charged to the in-flight budget while the call lives.
-  std::optional<byte_budget::charge> made;
+/// A frontend's decoding step, by reference (it lives while start_infer runs): fills
+/// `call.request` (views of the received bytes where it can) and may set the call's hooks'
+/// sink once it knows the model (`call.model`) is decoupled.
+class infer_decoder {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, infer_decoder>)
+  infer_decoder(F&& f) noexcept  // NOLINT: a lambda converts implicitly
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        fn_([](void* o, infer_call& c) -> decoded { return (*static_cast<std::remove_reference_t<F>*>(o))(c); }) {}
+  decoded operator()(infer_call& c) const { return fn_(obj_, c); }
+
+ private:
+  void* obj_;
+  decoded (*fn_)(void*, infer_call&);
+};
+
+/// Why an inference call did not start (start_infer); `none`: it started.
+struct infer_start {
+  enum reason { none, failed, budget, refused };
+  reason why = none;
+  /// The answer: the failure (failed), "the server's in-flight request memory ... is
+  /// exhausted" (budget: HTTP answers 413 with it), the frontend's refusal (may be empty).
+  status error;
+  explicit operator bool() const noexcept { return why != none; }
 };
 
 class service {
@@ -107,30 +123,33 @@ class service {
   status log_settings(const v2::log_settings* update, v2::log_settings& out);
 
   // --- inference (§1.4) ------------------------------------------------------------------------
-  // A frontend calls find_model, decodes the request into the call, then admit, then infer.
 
-  /// Step 1: the model version; starts the call's clock.
-  status find_model(std::string_view name, std::string_view version, infer_call& call) const;
-  /// Counts a failure of a call whose model was found (a decoding error, say) and returns it.
-  status failed(const infer_call& call, status st) const;
-  /// Charges `bytes` that decoding made to the in-flight budget for the call's life (a queued
-  /// call keeps them as long as its body): false when the budget has no room for them.
+  /// The inference call, written once for every frontend: the model version (`name`,
+  /// `version`; the call's clock starts and it counts as in flight), the frontend's `decode`,
+  /// the in-flight budget for what decoding made, shared memory and validation (v2-protocol
+  /// §1.4 steps 10 and 11), the trace, then the model's scheduler, which runs the call at once
+  /// or queues it. A failure after the lookup counts in the model's statistics; a refusal does
+  /// not. Nothing thrown escapes: it is the call's error.
+  ///
+  /// When the call did not start, returns why (`done` is never called). Otherwise `done` is
+  /// called exactly once, on whichever thread finished the call (before start_infer returns
+  /// when it ran inline), with the call's hooks and completion already taken out of it.
+  infer_start start_infer(const std::shared_ptr<infer_call>& call, std::string_view name, std::string_view version,
+                          infer_decoder decode, infer_hooks hooks, std::function<void(status)> done);
+  /// For a decoder that makes bytes beyond those received before its end (an inflated body):
+  /// charges them to the in-flight budget for the call's life; false when it has no room.
   bool hold(infer_call& call, std::uint64_t bytes) const;
-  /// After decoding: holds the input tensors decoding made (JSON data, converted typed
-  /// contents; not views of the received bytes) plus `beyond`, what else the frontend's
-  /// decoding keeps (protobuf's parsed typed contents).
-  bool hold_decoded(infer_call& call, std::uint64_t beyond = 0) const;
-  /// Shared memory and validation of the decoded request; a failure is counted.
-  status admit(infer_call& call) const;
-  /// Runs an admitted call: on the calling thread when it is small (runs_inline), otherwise on
-  /// the execution pool behind the model's scheduler (instance_gate: the dynamic batcher and
-  /// its queue policy), refused when its queue is full.
-  /// `done` is called exactly once, on whichever thread finished the call; nothing waits.
-  void infer(std::shared_ptr<infer_call> call, infer_hooks hooks, std::function<void(status)> done);
 
  private:
   /// "Server not ready" once shutdown began (the repository and readiness endpoints).
   status accepting() const;
+  /// Counts a failure of a call whose model was found and returns it.
+  status failed(const infer_call& call, status st) const;
+  /// Holds the input tensors decoding made (JSON data, converted typed contents; not views of
+  /// the received bytes) plus `beyond`.
+  bool hold_decoded(infer_call& call, std::uint64_t beyond) const;
+  /// Shared memory and validation of the decoded request, then its trace.
+  status admit(infer_call& call) const;
 
   server_state& s_;
 };

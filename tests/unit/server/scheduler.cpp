@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scheduler's rules without sockets or timing luck: batch formation, priorities, queue
+// limits and timeouts through batch_queue with explicit times; the gate's instance limit,
+// expiry and inline decision through a fake runner; sequence slots with explicit times.
+#include "scheduler.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace srv = inferwire::server;
+using namespace std::chrono_literals;
+
+namespace {
+
+srv::model_config config_of(const std::string& extra, int max_batch = 8) {
+  const std::string text = "name: \"m\"\nbackend: \"identity\"\nmax_batch_size: " + std::to_string(max_batch) +
+                           "\ninput [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }]\n"
+                           "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }]\n" +
+                           extra;
+  inference::ModelConfig proto;
+  const auto parsed = srv::parse_config_text(text, proto);
+  INFO(parsed.message());
+  REQUIRE_FALSE(parsed);
+  srv::model_config c;
+  const auto st = srv::finalize_config(proto, "m", {}, c);
+  INFO(st.message());
+  REQUIRE_FALSE(st);
+  return c;
+}
+
+srv::call_ptr call_of(std::int64_t rows = 1) {
+  auto c = std::make_shared<srv::infer_call>();
+  c->batch_size = rows;
+  return c;
+}
+
+const srv::clock::time_point t0 = srv::clock::time_point{} + 1000s;
+
+// Pushes a call with the default ticket at `now`.
+srv::call_ptr push(srv::batch_queue& q, srv::clock::time_point now, std::int64_t rows = 1, std::string key = "k",
+                   std::uint64_t priority = 0, std::uint64_t timeout_us = 0, std::string group = {}) {
+  auto c = call_of(rows);
+  REQUIRE(q.push(q.ticket(priority, timeout_us, now), c, rows, std::move(key), std::move(group), now));
+  return c;
+}
+
+struct taken {
+  std::vector<srv::call_ptr> batch, rejected;
+  srv::clock::time_point wake{};
+};
+taken take(srv::batch_queue& q, srv::clock::time_point now, bool flushed = false) {
+  taken t;
+  q.take(now, flushed, t.batch, t.rejected, t.wake);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("batch_queue: a model without dynamic batching runs one request per batch", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of(""));
+  CHECK_FALSE(q.gathers());
+  auto a = push(q, t0), b = push(q, t0);
+  auto t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == a);
+  t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == b);
+  CHECK(take(q, t0).batch.empty());
+  CHECK(q.size() == 0);
+}
+
+TEST_CASE("batch_queue: compatible requests fill a batch up to max_batch_size", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { }", 4));
+  REQUIRE(q.gathers());
+  std::vector<srv::call_ptr> calls;
+  for (int i = 0; i < 5; ++i) calls.push_back(push(q, t0));
+  auto t = take(q, t0);
+  REQUIRE(t.batch.size() == 4);
+  for (int i = 0; i < 4; ++i) CHECK(t.batch[static_cast<std::size_t>(i)] == calls[static_cast<std::size_t>(i)]);
+  // No delay configured: the last one goes alone at once.
+  t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == calls[4]);
+}
+
+TEST_CASE("batch_queue: a request that would pass max_batch_size closes the batch", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 1000000 }", 4));
+  auto a = push(q, t0, 3), b = push(q, t0, 2);
+  auto t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == a);
+  // b waits for company until its own delay passes.
+  t = take(q, t0);
+  CHECK(t.batch.empty());
+  CHECK(t.wake == t0 + 1s);
+  t = take(q, t0 + 1s);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == b);
+}
+
+TEST_CASE("batch_queue: a partial batch waits for the oldest request's queue delay", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 1000 }", 8));
+  auto a = push(q, t0), b = push(q, t0 + 500us);
+  auto t = take(q, t0 + 999us);
+  CHECK(t.batch.empty());
+  CHECK(t.wake == t0 + 1ms);  // the oldest's deadline, not the newest's
+  t = take(q, t0 + 1ms);
+  REQUIRE(t.batch.size() == 2);
+  CHECK(t.batch[0] == a);
+  CHECK(t.batch[1] == b);
+  // Flushed (the version is leaving): nothing waits.
+  auto c = push(q, t0 + 2ms);
+  t = take(q, t0 + 2ms, true);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == c);
+}
+
+TEST_CASE("batch_queue: preferred batch sizes", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 1000 }", 8));
+  SECTION("the largest preferred size goes at once") {
+    for (int i = 0; i < 4; ++i) push(q, t0);
+    CHECK(take(q, t0).batch.size() == 4);
+  }
+  SECTION("past the delay, the batch is cut at the largest preferred size it reaches") {
+    std::vector<srv::call_ptr> calls;
+    for (int i = 0; i < 3; ++i) calls.push_back(push(q, t0));
+    CHECK(take(q, t0).batch.empty());
+    auto t = take(q, t0 + 1ms);
+    REQUIRE(t.batch.size() == 2);
+    CHECK(t.batch[0] == calls[0]);
+    CHECK(t.batch[1] == calls[1]);
+    CHECK(q.size() == 1);
+  }
+  SECTION("preferred sizes past max_batch_size are ignored") {
+    srv::batch_queue small;
+    small.configure(config_of("dynamic_batching { preferred_batch_size: [ 16 ] }", 4));
+    for (int i = 0; i < 4; ++i) push(small, t0);
+    CHECK(take(small, t0).batch.size() == 4);
+  }
+}
+
+TEST_CASE("batch_queue: only requests with the batch key of the first share its batch", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { }", 8));
+  auto a = push(q, t0, 1, "shape-a"), b = push(q, t0, 1, "shape-b"), c = push(q, t0, 1, "shape-a");
+  auto t = take(q, t0);
+  // The run stops at the first incompatible request (FIFO order is kept).
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == a);
+  t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == b);
+  t = take(q, t0);
+  REQUIRE(t.batch.size() == 1);
+  CHECK(t.batch[0] == c);
+}
+
+TEST_CASE("batch_queue: higher priority levels are served first", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { priority_levels: 3 default_priority_level: 2 }", 1));
+  auto low = push(q, t0, 1, "k", 3);
+  auto mid = push(q, t0, 1, "k", 0);  // 0: the default level (2)
+  auto high = push(q, t0, 1, "k", 1);
+  auto beyond = push(q, t0, 1, "k", 9);  // past the levels: the default level
+  CHECK(take(q, t0).batch.at(0) == high);
+  CHECK(take(q, t0).batch.at(0) == mid);
+  CHECK(take(q, t0).batch.at(0) == beyond);
+  CHECK(take(q, t0).batch.at(0) == low);
+}
+
+TEST_CASE("batch_queue: each level's queue is bounded by its max_queue_size", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { priority_levels: 2 default_queue_policy { max_queue_size: 2 } "
+                        "priority_queue_policy { key: 1 value: { max_queue_size: 1 } } }",
+                        1));
+  push(q, t0, 1, "k", 2);
+  push(q, t0, 1, "k", 2);
+  CHECK_FALSE(q.push(q.ticket(2, 0, t0), call_of(), 1, "k", {}, t0));
+  push(q, t0, 1, "k", 1);
+  CHECK_FALSE(q.push(q.ticket(1, 0, t0), call_of(), 1, "k", {}, t0));
+  CHECK(q.size() == 3);
+  take(q, t0);  // the level-1 request
+  CHECK(q.push(q.ticket(1, 0, t0), call_of(), 1, "k", {}, t0));
+}
+
+TEST_CASE("batch_queue: queue timeouts", "[scheduler]") {
+  SECTION("REJECT: a request past its timeout leaves with the next take") {
+    srv::batch_queue q;
+    q.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 10000000 "
+                          "default_queue_policy { default_timeout_microseconds: 1000 } }"));
+    auto a = push(q, t0);
+    auto t = take(q, t0 + 999us);
+    CHECK(t.rejected.empty());
+    CHECK(t.batch.empty());
+    t = take(q, t0 + 1ms);
+    REQUIRE(t.rejected.size() == 1);
+    CHECK(t.rejected[0] == a);
+    CHECK(t.batch.empty());
+    CHECK(q.size() == 0);
+  }
+  SECTION("DELAY: a request past its timeout is served after those still in time") {
+    srv::batch_queue q;
+    q.configure(config_of("dynamic_batching { default_queue_policy { timeout_action: DELAY "
+                          "default_timeout_microseconds: 1000 allow_timeout_override: true } }",
+                          1));
+    auto late = push(q, t0);
+    auto in_time = push(q, t0 + 900us, 1, "k", 0, 5000);  // an override may only shorten: stays 1000
+    auto t = take(q, t0 + 1500us);
+    CHECK(t.rejected.empty());
+    REQUIRE(t.batch.size() == 1);
+    CHECK(t.batch[0] == in_time);
+    CHECK(take(q, t0 + 1500us).batch.at(0) == late);
+  }
+}
+
+TEST_CASE("batch_queue: a request's timeout overrides its level's only where allowed, and only shortens it",
+          "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { priority_levels: 2 "
+                        "default_queue_policy { default_timeout_microseconds: 1000 allow_timeout_override: true } "
+                        "priority_queue_policy { key: 1 value: { default_timeout_microseconds: 1000 } } }"));
+  CHECK(q.ticket(2, 500, t0).deadline == t0 + 500us);
+  CHECK(q.ticket(2, 5000, t0).deadline == t0 + 1ms);
+  CHECK(q.ticket(2, 0, t0).deadline == t0 + 1ms);
+  CHECK(q.ticket(1, 500, t0).deadline == t0 + 1ms);  // level 1 allows no override
+  CHECK(q.ticket(1, 500, t0).level == 0);
+  srv::batch_queue none;
+  none.configure(config_of("dynamic_batching { default_queue_policy { allow_timeout_override: true } }"));
+  CHECK(none.ticket(0, 700, t0).deadline == t0 + 700us);
+  CHECK(none.ticket(0, 0, t0).deadline == srv::clock::time_point{});
+}
+
+TEST_CASE("batch_queue: the oldest strategy puts one request of a sequence in a batch", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("sequence_batching { oldest { max_candidate_sequences: 4 } }", 8));
+  REQUIRE(q.gathers());
+  CHECK(q.one_at_a_time());
+  auto a1 = push(q, t0, 1, "k", 0, 0, "u:1");
+  auto b1 = push(q, t0, 1, "k", 0, 0, "u:2");
+  auto a2 = push(q, t0, 1, "k", 0, 0, "u:1");
+  auto t = take(q, t0);
+  REQUIRE(t.batch.size() == 2);
+  CHECK(t.batch[0] == a1);
+  CHECK(t.batch[1] == b1);
+  CHECK(take(q, t0).batch.at(0) == a2);
+}
+
+TEST_CASE("runs_inline, batch_key and sequence_group read the request", "[scheduler]") {
+  const auto plain = config_of("");
+  inferwire::v2::infer_request r;
+  r.inputs.resize(1);
+  r.inputs[0].name = "INPUT0";
+  r.inputs[0].shape = {1, 4};
+  std::string bytes(16, '\0');
+  r.inputs[0].data = inferwire::v2::tensor_data::view(std::string_view(bytes));
+  srv::tensor_places places;
+  CHECK(srv::runs_inline(plain, false, r, places));
+  CHECK_FALSE(srv::runs_inline(config_of("dynamic_batching { }"), false, r, places));
+  CHECK_FALSE(srv::runs_inline(config_of("parameters { key: \"execute_delay_ms\" value: { string_value: \"1\" } }"),
+                               false, r, places));
+  std::string big(64 * 1024 + 1, '\0');
+  r.inputs[0].data = inferwire::v2::tensor_data::view(std::string_view(big));
+  CHECK_FALSE(srv::runs_inline(plain, false, r, places));
+
+  inferwire::v2::infer_request a, b;
+  a.inputs.resize(2);
+  a.inputs[0].name = "X";
+  a.inputs[0].shape = {3, 4};
+  a.inputs[1].name = "Y";
+  a.inputs[1].shape = {3, 2};
+  b.inputs = {a.inputs[1], a.inputs[0]};  // another order, another batch size
+  b.inputs[0].shape[0] = 7;
+  CHECK(srv::batch_key(a) == srv::batch_key(b));
+  b.inputs[1].shape[1] = 5;
+  CHECK(srv::batch_key(a) != srv::batch_key(b));
+
+  CHECK(srv::sequence_group(a).empty());
+  a.parameters.set("sequence_id", std::uint64_t{42});
+  CHECK(srv::sequence_group(a) == "u:42");
+  a.parameters.set("sequence_id", std::string("42"));
+  CHECK(srv::sequence_group(a) == "s:42");
+}
+
+TEST_CASE("sequence_table: slots start, continue, idle out and are bounded", "[scheduler]") {
+  srv::sequence_table seqs;
+  bool found = false, full = false;
+  CHECK(seqs.begin("u:1", false, 1s, found, full, t0) == nullptr);  // never started
+  CHECK_FALSE(found);
+  auto* s = seqs.begin("u:1", true, 1s, found, full, t0);
+  REQUIRE(s);
+  CHECK(s->started);
+  s->accumulator = 5;
+  CHECK(seqs.begin("u:1", false, 1s, found, full, t0 + 900ms) == s);
+  CHECK(s->accumulator == 5);
+  // Idle for longer than max_idle since its last request: released.
+  CHECK(seqs.begin("u:1", false, 1s, found, full, t0 + 2s) == nullptr);
+  CHECK_FALSE(found);
+  CHECK(seqs.size() == 0);
+  // A START restarts the state.
+  s = seqs.begin("u:2", true, 1s, found, full, t0);
+  s->accumulator = 9;
+  s = seqs.begin("u:2", true, 1s, found, full, t0);
+  CHECK(s->accumulator == 0);
+  seqs.end("u:2");
+  CHECK(seqs.size() == 0);
+}
+
+// --- the gate, with a fake runner --------------------------------------------------------------
+
+namespace {
+
+// What the fake runner saw; batches are held until the test releases them.
+struct recorder {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::size_t> batches;  ///< sizes, in the order they ran
+  std::size_t inline_runs = 0;
+  std::size_t expired = 0;
+  std::thread::id inline_thread;
+  std::size_t holding = 0;     ///< batches running now
+  std::size_t max_holding = 0;
+  bool hold = true;
+  std::vector<srv::instance_gate*> to_release;
+
+  template <class P>
+  void wait(P p) {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, 30s, p));
+  }
+};
+recorder* rec = nullptr;
+
+void fake_one(srv::infer_call& call) {
+  {
+    std::lock_guard lock(rec->mu);
+    ++rec->inline_runs;
+    rec->inline_thread = std::this_thread::get_id();
+  }
+  call.finish({});
+}
+void fake_run(std::vector<srv::call_ptr>&& batch, srv::instance_gate& gate) {
+  std::unique_lock lock(rec->mu);
+  rec->batches.push_back(batch.size());
+  rec->max_holding = std::max(rec->max_holding, ++rec->holding);
+  rec->cv.notify_all();
+  rec->cv.wait(lock, [] { return !rec->hold; });
+  --rec->holding;
+  lock.unlock();
+  gate.release();
+  for (auto& c : batch) c->finish({});
+}
+void fake_expire(srv::call_ptr call) {
+  {
+    std::lock_guard lock(rec->mu);
+    ++rec->expired;
+    rec->cv.notify_all();
+  }
+  call->finish({inferwire::errc::unavailable, "Request timeout expired"});
+}
+const srv::batch_runner fake_runner{&fake_one, &fake_run, &fake_expire};
+
+struct gate_fixture {
+  recorder r;
+  boost::asio::thread_pool pool{4};
+  srv::version_stats stats;
+  srv::model_config config;
+  std::shared_ptr<srv::instance_gate> gate = std::make_shared<srv::instance_gate>();
+  std::atomic<int> done{0};
+
+  gate_fixture(const std::string& extra, std::size_t instances, int max_batch = 8) : config(config_of(extra, max_batch)) {
+    rec = &r;
+    gate->configure(instances, config, false, stats, {&pool, &fake_runner}, gate);
+  }
+  ~gate_fixture() {
+    {
+      std::lock_guard lock(r.mu);
+      r.hold = false;
+    }
+    r.cv.notify_all();
+    pool.join();
+    rec = nullptr;
+  }
+  srv::call_ptr call(std::int64_t rows = 1) {
+    auto c = call_of(rows);
+    c->request.inputs.resize(1);
+    c->request.inputs[0].name = "INPUT0";
+    c->request.inputs[0].shape = {rows, 4};
+    c->done = [this](inferwire::status) { ++done; };
+    return c;
+  }
+  void let_go() {
+    {
+      std::lock_guard lock(r.mu);
+      r.hold = false;
+    }
+    r.cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("instance_gate: at most `instances` batches run at once; a release starts the next", "[scheduler]") {
+  gate_fixture f("dynamic_batching { }", 2, 1);
+  for (int i = 0; i < 5; ++i) REQUIRE(f.gate->schedule(f.call()));
+  f.r.wait([&] { return f.r.batches.size() == 2; });
+  CHECK(f.stats.pending() == 3);
+  {
+    std::lock_guard lock(f.r.mu);
+    CHECK(f.r.holding == 2);
+  }
+  f.let_go();
+  f.r.wait([&] { return f.r.batches.size() == 5; });
+  f.pool.join();
+  CHECK(f.r.max_holding <= 2);
+  CHECK(f.done == 5);
+  CHECK(f.stats.pending() == 0);
+  CHECK(f.r.inline_runs == 0);
+}
+
+TEST_CASE("instance_gate: requests queued behind a busy instance form one batch", "[scheduler]") {
+  gate_fixture f("dynamic_batching { }", 1, 8);
+  REQUIRE(f.gate->schedule(f.call()));
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  for (int i = 0; i < 3; ++i) REQUIRE(f.gate->schedule(f.call(2)));
+  f.let_go();
+  f.r.wait([&] { return f.r.batches.size() == 2; });
+  f.pool.join();
+  CHECK(f.r.batches == std::vector<std::size_t>{1, 3});
+  CHECK(f.done == 4);
+}
+
+TEST_CASE("instance_gate: a full queue refuses, and nothing is done with the call", "[scheduler]") {
+  gate_fixture f("dynamic_batching { default_queue_policy { max_queue_size: 1 } }", 1, 1);
+  REQUIRE(f.gate->schedule(f.call()));
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  REQUIRE(f.gate->schedule(f.call()));   // waits
+  CHECK_FALSE(f.gate->schedule(f.call()));  // the queue holds one
+  CHECK(f.stats.pending() == 1);
+  f.let_go();
+  f.pool.join();
+  CHECK(f.done == 2);
+}
+
+TEST_CASE("instance_gate: a queued request past its REJECT timeout goes to the runner's expiry", "[scheduler]") {
+  gate_fixture f("dynamic_batching { default_queue_policy { allow_timeout_override: true } }", 1, 1);
+  REQUIRE(f.gate->schedule(f.call()));
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  auto late = f.call();
+  late->request.parameters.set("timeout", std::uint64_t{1});  // 1 us
+  REQUIRE(f.gate->schedule(late));
+  std::this_thread::sleep_for(5ms);  // its deadline (1 us) passes while the instance is busy
+  f.let_go();                        // the release takes the queue: the request has expired
+  f.r.wait([&] { return f.r.expired == 1; });
+  f.pool.join();
+  CHECK(f.r.batches.size() == 1);
+  CHECK(f.done == 2);
+  CHECK(f.stats.pending() == 0);
+}
+
+TEST_CASE("instance_gate: a small call of a plain model runs on the scheduling thread", "[scheduler]") {
+  gate_fixture f("", 1);
+  REQUIRE(f.gate->schedule(f.call()));
+  CHECK(f.done == 1);  // before schedule returned
+  CHECK(f.r.inline_runs == 1);
+  CHECK(f.r.inline_thread == std::this_thread::get_id());
+  // A call that takes decoupled responses never runs inline.
+  auto c = f.call();
+  const srv::response_sink sink = [](inferwire::v2::infer_response&&) { return true; };
+  c->hooks.sink = &sink;
+  REQUIRE(f.gate->schedule(c));
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  f.let_go();
+  f.pool.join();
+  CHECK(f.done == 2);
+  CHECK(f.r.inline_runs == 1);
+}
+
+TEST_CASE("instance_gate: the oldest strategy runs one batch at a time whatever the instance count",
+          "[scheduler]") {
+  gate_fixture f("sequence_batching { oldest { max_candidate_sequences: 4 } }", 4, 1);
+  for (int i = 0; i < 3; ++i) {
+    auto c = f.call();
+    c->request.parameters.set("sequence_id", std::uint64_t(i + 1));
+    REQUIRE(f.gate->schedule(c));
+  }
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  f.let_go();
+  f.r.wait([&] { return f.r.batches.size() == 3; });
+  f.pool.join();
+  CHECK(f.r.max_holding == 1);
+  CHECK(f.done == 3);
+}
