@@ -7,6 +7,7 @@
 #pragma once
 
 #include "server.hpp"
+#include "reply_queue.hpp"
 #include "service.hpp"
 
 #include <inferwire/http/route.hpp>
@@ -101,33 +102,9 @@ class body_buffer {
 };
 
 /// The body of a reply that is sent as it is made (generate_stream's Server-Sent Events): a
-/// producer on the execution pool pushes events, the connection writes each as an HTTP chunk.
-/// At most `max_queued` events wait; a producer then blocks until the client reads, and gets
-/// false once the client is gone (the connection failed or was closed for stalling).
-class reply_stream {
- public:
-  static constexpr std::size_t max_queued = 16;
-
-  /// Producer: queues `event`; false when nobody will receive it.
-  bool push(std::string event);
-  /// Producer: no more events.
-  void end();
-
-  /// Connection: takes what is queued into `out` (and whether the stream ended) and returns
-  /// true; or, with nothing queued and no end yet, keeps `wake` to call (from the producer's
-  /// thread) once there is, and returns false.
-  bool take(std::vector<std::string>& out, bool& ended, std::function<void()> wake);
-  /// Connection: the client is gone; producers are released and told so.
-  void broken();
-
- private:
-  std::mutex mu_;
-  std::condition_variable room_;
-  std::vector<std::string> queue_;
-  std::function<void()> wake_;
-  bool ended_ = false;
-  bool broken_ = false;
-};
+/// producer on the execution pool pushes events, the connection writes what waits as HTTP
+/// chunks (reply_queue's rules: bound, stall, exit).
+using reply_stream = reply_queue<std::string>;
 
 /// What a handler answers. Body parts after `body` are views kept alive by `owner`.
 struct reply {

@@ -78,60 +78,6 @@ std::string iso_lower(std::string_view s) {
 
 }  // namespace
 
-// --- reply_stream ----------------------------------------------------------------------------
-
-bool rest::reply_stream::push(std::string event) {
-  std::function<void()> wake;
-  {
-    std::unique_lock lock(mu_);
-    // In slices, so that the server's exit (which interrupts every wait of a model) also ends
-    // a wait for a client that does not read.
-    while (!broken_ && queue_.size() >= max_queued)
-      if (!room_.wait_for(lock, std::chrono::milliseconds(100), [&] { return broken_ || queue_.size() < max_queued; }) &&
-          waits_are_interrupted())
-        broken_ = true;
-    if (broken_) return false;
-    queue_.push_back(std::move(event));
-    wake = std::exchange(wake_, nullptr);
-  }
-  if (wake) wake();
-  return true;
-}
-
-void rest::reply_stream::end() {
-  std::function<void()> wake;
-  {
-    std::lock_guard lock(mu_);
-    ended_ = true;
-    wake = std::exchange(wake_, nullptr);
-  }
-  if (wake) wake();
-}
-
-bool rest::reply_stream::take(std::vector<std::string>& out, bool& ended, std::function<void()> wake) {
-  {
-    std::lock_guard lock(mu_);
-    if (queue_.empty() && !ended_) {
-      wake_ = std::move(wake);
-      return false;
-    }
-    out.clear();
-    out.swap(queue_);
-    ended = ended_;
-  }
-  room_.notify_all();
-  return true;
-}
-
-void rest::reply_stream::broken() {
-  {
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    wake_ = nullptr;
-  }
-  room_.notify_all();
-}
-
 // --- body_buffer -------------------------------------------------------------------------------
 
 /// Makes room for more bytes (at least one): false when the budget or the system refuses.
@@ -569,13 +515,16 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 
   void stream_next(bool keep) {
     bool ended = false;
-    const bool some = reply_.stream->take(events_, ended, [self = shared_from_this(), keep] {
+    const auto got = reply_.stream->take(events_, std::numeric_limits<std::size_t>::max(), ended, [self = shared_from_this(), keep] {
       net::post(self->socket_.get_executor(), [self, keep] { self->stream_next(keep); });
     });
-    if (!some) {
+    if (got == rest::reply_stream::taken::waiting) {
       executing_ = true;  // the model is working; the wake-up comes from its thread
       return;
     }
+    // The queue broke (its stall or exit rule): the body is cut short, so the connection closes
+    // without the last chunk (a client must not take the stream for complete).
+    if (got == rest::reply_stream::taken::broken) return written(net::error::operation_aborted, false);
     char digits[20];
     for (const auto& e : events_) {
       if (e.empty()) continue;  // an empty chunk would end the body

@@ -503,12 +503,13 @@ struct endpoints::generate_job : infer_call, std::enable_shared_from_this<endpoi
   std::shared_ptr<reply_stream> stream;  ///< generate_stream, once its reply started
   std::size_t responses = 0;             ///< a decoupled model's responses so far
   std::string only;                      ///< generate of a decoupled model: its one response
+  std::chrono::seconds stall{};          ///< --stall-timeout-secs, the stream's stall rule
 
   // generate_stream: the first event starts the reply (200, text/event-stream); later ones
   // wait for the client while 16 are queued. False once the client is gone.
   bool send(std::string event) {
     if (stream) return stream->push(std::move(event));
-    stream = std::make_shared<reply_stream>();
+    stream = std::make_shared<reply_stream>(stall);
     if (!event.empty()) stream->push(std::move(event));  // an empty queue: never waits
     reply rep;
     rep.content_type = "text/event-stream; charset=utf-8";
@@ -523,6 +524,7 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
                                          const std::shared_ptr<responder>& out) {
   auto job = std::make_shared<generate_job>();
   job->streaming = streaming;
+  job->stall = std::chrono::seconds(s_.opts.stall_timeout_secs);
   job->out = out;
   infer_hooks hooks;
   if (const std::atomic<bool>* gone = out->gone())
@@ -563,9 +565,9 @@ std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool s
         if (done) return std::exchange(j->out, nullptr)->respond(error_reply(done));
         j->send(decoupled ? std::string() : sse_event(json));
       } else if (done) {
-        j->stream->push(sse_event(v2::error_body(done.message())));
+        j->stream->put(sse_event(v2::error_body(done.message())));
       } else if (!decoupled) {
-        j->stream->push(sse_event(json));
+        j->stream->put(sse_event(json));
       }
       j->stream->end();
       j->out = nullptr;

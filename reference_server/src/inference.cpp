@@ -658,15 +658,15 @@ status row_offsets(const v2::infer_output& o, std::int64_t rows, std::vector<std
   return pos == bytes.size() ? status{} : bad();
 }
 
-// Concatenates the members' inputs along the batch dimension: in host memory, or in device
-// memory of the model's GPU when its backend runs there (one copy per member, straight from
-// wherever the member's tensor is, CUDA shared memory included).
 // A member of a batch being run: its request's run (sequence controls included) and its place.
 struct batch_entry {
   batch_member* member;
   std::unique_ptr<request_run> run;
 };
 
+// Concatenates the members' inputs along the batch dimension: in host memory, or in device
+// memory of the model's GPU when its backend runs there (one copy per member, straight from
+// wherever the member's tensor is, CUDA shared memory included).
 status gather_inputs(const model_version& model, std::span<const batch_entry> members, std::int64_t rows,
                      batch_storage& b) {
   const model_config& c = *model.config;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The reference server's shared state and its HTTP and metrics frontends (Boost.Beast).
-// I/O runs on an io_context served by --http-thread-count threads; model execution runs on a
-// separate thread pool, so a slow model never stalls other connections.
+// The reference server's shared state (options, the log, the execution pool, the model
+// repository, the trace and shared-memory registries, the in-flight budget and count, the
+// metrics) and the start of its HTTP and metrics listeners (http_connection.cpp). I/O runs on
+// one io_context per --http-thread-count thread; model execution runs on a separate thread
+// pool, so a slow model never stalls other connections.
 #pragma once
 
 #include "byte_budget.hpp"

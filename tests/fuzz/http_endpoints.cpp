@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -144,11 +145,14 @@ void check_stream(const rest::reply& r) {
   std::vector<std::string> events;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (bool ended = false; !ended;) {
-    if (!r.stream->take(events, ended, [&] {
-          std::lock_guard lock(mu);
-          woken = true;
-          cv.notify_all();
-        })) {
+    events.clear();
+    const auto got = r.stream->take(events, std::numeric_limits<std::size_t>::max(), ended, [&] {
+      std::lock_guard lock(mu);
+      woken = true;
+      cv.notify_all();
+    });
+    if (got == rest::reply_stream::taken::broken) __builtin_trap();  // nobody broke it
+    if (got == rest::reply_stream::taken::waiting) {
       std::unique_lock lock(mu);
       if (!cv.wait_until(lock, deadline, [&] { return woken; })) __builtin_trap();  // never ends
       woken = false;

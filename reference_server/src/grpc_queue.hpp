@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gRPC frontend's completion-queue machinery: the gate that says whether operations may
+// still start, the objects with operations in flight and their events, the unary call, the
+// loop of a queue's thread, and the translations every handler needs (status, restriction).
+//
+// Every RPC runs on gRPC's completion-queue API: a fixed set of threads, one per queue, each
+// waits on its queue and handles what completes there. (gRPC's callback API would add its own
+// threads, which poll the network and hand each call to another thread: on a 2-core machine
+// that hand-off cost more CPU than the whole of a small inference.)
+#pragma once
+
+#include "server.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+
+namespace inferwire::server::grpc_detail {
+
+/// The longest status message sent. gRPC carries it percent-encoded in a trailer (up to 3
+/// bytes per byte), and clients refuse trailers past 8 KiB by default (RESOURCE_EXHAUSTED in
+/// place of the real error), so the text is cut well below that.
+inline constexpr std::size_t max_grpc_error_text = 2048;
+
+inline ::grpc::Status to_grpc(const status& st) {
+  if (!st) return ::grpc::Status::OK;
+  return {static_cast<::grpc::StatusCode>(st.grpc_code()), quote_input(st.message(), max_grpc_error_text)};
+}
+
+/// --grpc-restricted-protocol: the header an RPC of category `c` must carry, when restricted.
+inline status restricted(const options& o, const ::grpc::ServerContextBase* ctx, api_category c) {
+  const restriction* r = o.grpc_restricted.find(c);
+  if (!r) return {};
+  const std::string header = "triton-grpc-protocol-" + r->key;
+  const auto it = ctx->client_metadata().find(header);
+  if (it != ctx->client_metadata().end() && std::string_view(it->second.data(), it->second.size()) == r->value)
+    return {};
+  return {errc::unavailable, "This protocol is restricted, expecting header '" + header + "'"};
+}
+
+/// What calls share with work still running elsewhere (the execution pool): whether operations
+/// may still start on the queues, and how many unary calls are between arrival and reply.
+/// Operations start under a shared lock (a write serialises its message meanwhile, so threads
+/// must not wait on each other for that); closing takes it exclusively.
+struct queue_gate {
+  std::shared_mutex mu;
+  bool closed = false;
+  std::atomic<int> running{0};
+
+  /// Starts a gRPC operation unless the queues are shut down (then false, nothing started).
+  template <class F>
+  bool start(F&& op) {
+    std::shared_lock lock(mu);
+    if (closed) return false;
+    op();
+    return true;
+  }
+};
+
+/// An object with operations in flight on a queue. Each operation's tag is an `event` naming
+/// the object and what completed.
+class rpc {
+ public:
+  virtual ~rpc() = default;
+  virtual void on(int what, bool ok) = 0;
+};
+struct event {
+  rpc* target;
+  int what;
+};
+
+/// The loop of a queue's thread: hands each completion to its object until the queue is shut
+/// down and drained.
+inline void serve_queue(::grpc::ServerCompletionQueue* cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+    auto* e = static_cast<event*>(tag);
+    e->target->on(e->what, ok);
+  }
+}
+
+/// What a unary handler sees of its call: the server context (metadata, cancellation) and the
+/// one reply, which any thread may send. The call may be gone as soon as finish() is called.
+class unary_context {
+ public:
+  virtual ::grpc::ServerContext& context() = 0;
+  virtual void finish(const ::grpc::Status& st) = 0;
+
+ protected:
+  ~unary_context() = default;
+};
+
+/// One unary call of the method that `Ask` (the generated Request<Method>) asks for, handled by
+/// `Handle` (the service's member function of the same name). When it arrives, the next call of
+/// the method is asked for at once. `NotifyDone`: ask for gRPC's end-of-call notice, which
+/// ServerContext::IsCancelled needs on this API (ModelInfer: a request whose client went away
+/// while it queued is dropped); the call is then deleted after both the reply and the notice.
+template <class Service, class Req, class Resp, auto Ask, auto Handle, bool NotifyDone = false>
+class unary_call final : public rpc, public unary_context {
+ public:
+  static void listen(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
+    auto* c = new unary_call(svc, cq, std::move(gate));
+    if constexpr (NotifyDone) c->ctx_.AsyncNotifyWhenDone(&c->over_);
+    if (!c->gate_->start([&] { (svc.*Ask)(&c->ctx_, &c->request_, &c->writer_, cq, cq, &c->arrived_); })) delete c;
+  }
+
+  void on(int what, bool ok) override {
+    if (what == arrived) {
+      if (!ok) {  // the server is shutting down: no call, no other event
+        delete this;
+        return;
+      }
+      listen(svc_, cq_, gate_);
+      gate_->running.fetch_add(1, std::memory_order_relaxed);
+      (svc_.*Handle)(this, &request_, &response_);
+      return;
+    }
+    if (what == sent) sent_seen_ = true;
+    else over_seen_ = true;
+    if (sent_seen_ && (over_seen_ || !NotifyDone)) delete this;
+  }
+
+  ::grpc::ServerContext& context() override { return ctx_; }
+
+  void finish(const ::grpc::Status& st) override {
+    auto gate = gate_;  // `this` may be deleted as soon as the reply is sent
+    gate->start([&] {
+      if (st.ok()) writer_.Finish(response_, st, &sent_);
+      else writer_.FinishWithError(st, &sent_);
+    });
+    // (A reply that comes after the queues were shut down is not sent; the call is left to the
+    // process's end.)
+    gate->running.fetch_sub(1, std::memory_order_release);
+  }
+
+ private:
+  enum : int { arrived, sent, over };
+
+  unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)
+      : svc_(svc), cq_(cq), gate_(std::move(gate)), writer_(&ctx_) {}
+
+  Service& svc_;
+  ::grpc::ServerCompletionQueue* cq_;
+  std::shared_ptr<queue_gate> gate_;
+  ::grpc::ServerContext ctx_;
+  Req request_;
+  Resp response_;
+  ::grpc::ServerAsyncResponseWriter<Resp> writer_;
+  event arrived_{this, arrived}, sent_{this, sent}, over_{this, over};
+  bool sent_seen_ = false;
+  bool over_seen_ = false;
+};
+
+}  // namespace inferwire::server::grpc_detail

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grpc_stream.hpp"
+
+#include <inferwire/core/config.hpp>
+#include <inferwire/grpc/convert.hpp>
+
+#include <chrono>
+#include <optional>
+
+namespace inferwire::server::grpc_detail {
+
+namespace pb = ::inference;
+namespace conv = inferwire::grpc;
+
+message_size size_of(const pb::ModelInferRequest& q) {
+  std::uint64_t typed = 0;
+  for (const auto& t : q.inputs()) {
+    if (!t.has_contents()) continue;
+    const pb::InferTensorContents& c = t.contents();
+    auto count = [](int k) { return static_cast<std::uint64_t>(k); };
+    typed += count(c.bool_contents_size()) +
+             4 * (count(c.int_contents_size()) + count(c.uint_contents_size()) + count(c.fp32_contents_size())) +
+             8 * (count(c.int64_contents_size()) + count(c.uint64_contents_size()) + count(c.fp64_contents_size()));
+    for (const auto& b : c.bytes_contents()) typed += sizeof b + b.size();
+  }
+  return {q.ByteSizeLong(), typed};
+}
+
+decoded decode_message(const pb::ModelInferRequest& q, const message_size& size, infer_call& call) {
+  call.received = {receive_stamp{"GRPC_WAITREAD_START", call.times.received},
+                   receive_stamp{"GRPC_WAITREAD_END", call.times.received}};
+  return {conv::decode_infer_request(q, call.model->config->name, call.request), size.typed};
+}
+
+void stream_call::listen(pb::GRPCInferenceService::AsyncService& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+                         std::shared_ptr<queue_gate> gate) {
+  auto* c = new stream_call(async, svc, cq, std::move(gate));
+  c->ctx_.AsyncNotifyWhenDone(&c->over_ev_);
+  if (!c->gate_->start([&] { async.RequestModelStreamInfer(&c->ctx_, &c->stream_, cq, cq, &c->arrived_ev_); }))
+    delete c;
+}
+
+// A client that takes no response for --stall-timeout-secs has its stream cancelled: the
+// producer gets false and its model stops, instead of holding the model's instance and an
+// execution thread for as long as the client keeps the connection open.
+stream_call::stream_call(pb::GRPCInferenceService::AsyncService& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+                         std::shared_ptr<queue_gate> gate)
+    : async_(async), svc_(svc), cq_(cq), gate_(std::move(gate)), stream_(&ctx_),
+      replies_(std::chrono::seconds(svc.state().opts.stall_timeout_secs), [this] { ctx_.TryCancel(); }) {}
+
+void stream_call::on(int what, bool ok) {
+  switch (what) {
+    case arrived: return on_arrived(ok);
+    case read: return on_read(ok);
+    case wrote: return on_wrote(ok);
+    case finished: return release();
+    case over:
+      replies_.broken();  // the call is over: producers stop, a waiting consumer learns it
+      return release();
+  }
+}
+
+void stream_call::on_arrived(bool ok) {
+  if (!ok) {  // the server is shutting down: no call, no other event
+    delete this;
+    return;
+  }
+  listen(async_, svc_, cq_, gate_);
+  holds_.store(1, std::memory_order_relaxed);  // the end-of-call notice
+  write_next();                                // nothing queued yet: waits for the first response
+  if (auto it = ctx_.client_metadata().find("triton_grpc_error"); it != ctx_.client_metadata().end())
+    close_on_error_ = std::string_view(it->second.data(), it->second.size()) == "true";
+  // A restricted stream ends before any request is read.
+  if (auto st = restricted(svc_.state().opts, &ctx_, api_category::inference)) return finish(to_grpc(st));
+  start_read();
+}
+
+void stream_call::on_read(bool ok) {
+  INFERWIRE_TAKEN_BACK(this);
+  if (!ok) {  // the client closed its side, or went away
+    finish(::grpc::Status::OK);
+    return release();
+  }
+  // The request runs with its own hold on the stream, released once it is answered.
+  auto call = std::make_shared<infer_call>();
+  // What protobuf allocated for a large request stays with the message when it is reused
+  // (cleared strings and repeated fields keep their capacity), outside the in-flight budget:
+  // 128 MiB sent once stayed for the stream's life. Such a message is let go before the next
+  // read.
+  const message_size size = size_of(request_);
+  renew_request_ = size.total() > kept_request_bytes;
+  // A large message leaves the heap larger once answered, whether or not it was valid.
+  svc_.state().heap.note(size.total());
+  sink_ = [this](v2::infer_response&& resp) { return send(resp, false, true); };
+  auto decode = [&](infer_call& c) -> decoded {
+    decoupled_ = c.model->config->decoupled;
+    if (decoupled_) c.hooks.sink = &sink_;
+    decoded d = decode_message(request_, size, c);
+    empty_final_ = c.request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
+    return d;
+  };
+  // The read's hold passes to the running request (which counts as in flight until its
+  // responses are queued), released once it is answered.
+  infer_hooks hooks{nullptr, [this] { return ctx_.IsCancelled(); }};
+  const infer_start started = svc_.start_infer(call, request_.model_name(), request_.model_version(), decode,
+                                               std::move(hooks), [this, call](status done) {
+                                                 answered(*call, std::move(done));
+                                                 release();
+                                               });
+  if (started) {
+    answered(*call, started.error);
+    release();
+  }
+}
+
+void stream_call::on_wrote(bool ok) {
+  if (!ok) replies_.broken();  // the client is gone: nothing more is delivered
+  write_next();
+  release();
+}
+
+void stream_call::answered(const infer_call& call, status st) {
+  // A traced request is written once its final response or error is queued.
+  struct trace_done {
+    trace_registry& traces;
+    trace_record* trace;
+    ~trace_done() {
+      if (!trace) return;
+      trace->stamp_now("GRPC_SEND_END");
+      traces.finish(*trace);
+    }
+  } traced{svc_.state().traces, call.trace.get()};
+  if (call.trace) call.trace->stamp_now("GRPC_SEND_START");
+  if (!st) {
+    if (!decoupled_ || empty_final_) send(call.response, true, false);
+    return read_next();
+  }
+  if (close_on_error_) return finish(to_grpc(st));
+  response out;
+  out.set_error_message(quote_input(st.message(), max_error_text));  // a message field, not a trailer
+  auto* ir = out.mutable_infer_response();
+  ir->set_id(request_.id());
+  if (call.model) {
+    ir->set_model_name(request_.model_name());
+    ir->set_model_version(request_.model_version());
+  }
+  replies_.put(std::move(out));
+  read_next();
+}
+
+void stream_call::read_next() {
+  {
+    std::lock_guard lock(mu_);
+    if (replies_.size() >= max_queued) {
+      read_held_ = true;
+      return;
+    }
+  }
+  start_read();
+}
+
+bool stream_call::send(const v2::infer_response& resp, bool final, bool wait) {
+  response out;
+  conv::encode_infer_response(resp, *out.mutable_infer_response());
+  (*out.mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(final);
+  return wait ? replies_.push(std::move(out)) : replies_.put(std::move(out));
+}
+
+void stream_call::write_next() {
+  writing_.clear();
+  bool ended = false;
+  const auto got = replies_.take(writing_, 1, ended, [this] { write_next(); });
+  if (got == reply_queue<response>::taken::waiting) return;
+  bool resume_read = false, finish_now = false;
+  {
+    std::lock_guard lock(mu_);
+    if (got == reply_queue<response>::taken::broken) {
+      idle_broken_ = true;
+      finish_now = finishing_ && !finish_started_;
+    } else {
+      if (read_held_ && replies_.size() < max_queued) {
+        read_held_ = false;
+        resume_read = true;
+      }
+      finish_now = writing_.empty() && ended && !finish_started_;
+    }
+    if (finish_now) finish_started_ = true;
+  }
+  if (resume_read) start_read();
+  if (!writing_.empty()) start_write(&writing_.front());
+  else if (finish_now) start_finish(final_);
+}
+
+void stream_call::finish(::grpc::Status st) {
+  bool now = false;
+  {
+    std::lock_guard lock(mu_);
+    final_ = std::move(st);
+    finishing_ = true;
+    now = idle_broken_ && !finish_started_;
+    if (now) finish_started_ = true;
+  }
+  if (now) start_finish(final_);
+  else replies_.end();  // the consumer finishes once every queued response is written
+}
+
+// Each operation holds the stream until its completion comes back.
+void stream_call::start_read() {
+  if (std::exchange(renew_request_, false)) request_ = pb::ModelInferRequest();
+  hold();
+  INFERWIRE_HANDED_OVER(this);
+  if (!gate_->start([&] { stream_.Read(&request_, &read_ev_); })) release();
+}
+void stream_call::start_write(const response* m) {
+  hold();
+  if (!gate_->start([&] { stream_.Write(*m, &wrote_ev_); })) release();
+}
+void stream_call::start_finish(const ::grpc::Status& st) {
+  hold();
+  if (!gate_->start([&] { stream_.Finish(st, &finished_ev_); })) release();
+}
+
+}  // namespace inferwire::server::grpc_detail
