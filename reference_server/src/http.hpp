@@ -13,6 +13,8 @@
 #include <inferwire/http/route.hpp>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/optional/optional.hpp>
@@ -187,5 +189,13 @@ class endpoints {
   server_state& s_;
   service svc_;
 };
+
+/// The socket of a connection. Connections and their timers name the io_context's executor type
+/// instead of any_io_executor: no type-erased executor copies or calls on the per-request path.
+using socket_type = net::basic_stream_socket<net::ip::tcp, net::io_context::executor_type>;
+
+/// Serves one accepted connection (http_connection.cpp): the v2 endpoints, or the metrics port's
+/// GET /metrics. The connection keeps itself alive while it has work.
+void serve_connection(socket_type&& socket, server_state& s, bool metrics);
 
 }  // namespace inferwire::server::rest

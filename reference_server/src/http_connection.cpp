@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 connections of inferwire-server: reading requests (keep-alive, pipelining, chunked
 // bodies, Expect: 100-continue, size limits, the in-flight byte budget, stalled clients),
-// writing replies, and the listener. What a request means is http_endpoints.cpp's business;
-// the same connection type serves the metrics port.
+// writing replies (streamed ones from their reply_stream). What a request means is
+// http_endpoints.cpp's and http_infer.cpp's business; the listener that accepts connections is
+// http_listener.cpp's; the same connection type serves the metrics port.
 #include "http.hpp"
 
 #include <inferwire/v2/binary.hpp>
@@ -44,9 +45,7 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-// Connections and their timers name the io_context's executor type instead of
-// any_io_executor: no type-erased executor copies or calls on the per-request path.
-using socket_type = net::basic_stream_socket<tcp, net::io_context::executor_type>;
+using rest::socket_type;
 using timer_type = net::basic_waitable_timer<std::chrono::steady_clock,
                                              net::wait_traits<std::chrono::steady_clock>,
                                              net::io_context::executor_type>;
@@ -77,32 +76,6 @@ std::string iso_lower(std::string_view s) {
 }
 
 }  // namespace
-
-// --- body_buffer -------------------------------------------------------------------------------
-
-/// Makes room for more bytes (at least one): false when the budget or the system refuses.
-bool body_buffer::grow() {
-
-  const std::size_t want =
-      std::min(length_, std::max(first_capacity, capacity_ > length_ / 2 ? length_ : 2 * capacity_));
-  if (want <= capacity_ || !charge_.add(want - capacity_)) return false;
-  void* p = data_ ? ::mremap(data_, capacity_, want, MREMAP_MAYMOVE)
-                  : ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    charge_.sub(want - capacity_);
-    return false;
-  }
-  char* fresh = static_cast<char*>(p) + capacity_;
-  const std::size_t n = want - capacity_;
-  ::madvise(fresh, n, MADV_HUGEPAGE);  // where the kernel allows them
-#ifdef MADV_POPULATE_WRITE
-  if (::madvise(fresh, n, MADV_POPULATE_WRITE) != 0)
-#endif
-    for (std::size_t i = 0; i < n; i += 4096) fresh[i] = 0;
-  data_ = static_cast<char*>(p);
-  capacity_ = want;
-  return true;
-}
 
 class session : public std::enable_shared_from_this<session>, public rest::responder {
  public:
@@ -639,83 +612,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 };
 
 
-// --- listener ------------------------------------------------------------------------------
-
-class listener : public std::enable_shared_from_this<listener> {
- public:
-  listener(server_state& s, bool metrics)
-      : s_(s), acceptor_(*s.ios.front()), backoff_(*s.ios.front()), metrics_(metrics) {}
-
-  status open(const std::string& address, int port, int& bound) {
-    beast::error_code ec;
-    auto addr = net::ip::make_address(address, ec);
-    if (ec) return {errc::invalid_arg, "invalid address '" + address + "'"};
-    tcp::endpoint ep(addr, static_cast<unsigned short>(port));
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-    if (!ec && !metrics_ && s_.opts.reuse_http_port) {  // --reuse-http-port
-      const int on = 1;
-      if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
-        ec.assign(errno, boost::system::system_category());
-    }
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-    if (ec)
-      return {errc::unavailable, "failed to listen on " + address + ":" + std::to_string(port) +
-                                     ": " + ec.message()};
-    bound = acceptor_.local_endpoint().port();
-    return {};
-  }
-
-  void accept() {
-    acceptor_.async_accept(s_.next_io(),
-                           [self = shared_from_this()](beast::error_code ec, socket_type sock) {
-                             if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
-                               return;
-                             if (!ec) {
-                               sock.set_option(tcp::no_delay(true), ec);
-                               std::make_shared<session>(std::move(sock), self->s_, self->metrics_)
-                                   ->start();
-                             } else if (ec.category() == boost::system::system_category() &&
-                                        is_resource_exhaustion(ec.value())) {
-                               // Out of descriptors or memory: the pending connection stays in
-                               // the backlog; try again shortly instead of spinning on it.
-                               return self->accept_later();
-                             }
-                             self->accept();
-                           });
-  }
-
-  void accept_later() {
-    backoff_.expires_after(std::chrono::milliseconds(100));
-    backoff_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec && self->acceptor_.is_open()) self->accept();
-    });
-  }
-
-  void stop() {
-    net::post(acceptor_.get_executor(), [self = shared_from_this()] {
-      beast::error_code ec;
-      self->acceptor_.close(ec);
-      self->backoff_.cancel();
-    });
-  }
-
- private:
-  server_state& s_;
-  tcp::acceptor acceptor_;
-  net::steady_timer backoff_;
-  bool metrics_;
-};
-
-std::shared_ptr<listener> start_listener(server_state& s, const std::string& address, int port,
-                                         bool metrics, status& st, int& bound_port) {
-  auto l = std::make_shared<listener>(s, metrics);
-  if ((st = l->open(address, port, bound_port))) return nullptr;
-  l->accept();
-  return l;
+void rest::serve_connection(socket_type&& socket, server_state& s, bool metrics) {
+  std::make_shared<session>(std::move(socket), s, metrics)->start();
 }
-
-void stop_listener(listener& l) { l.stop(); }
 
 }  // namespace inferwire::server
