@@ -115,20 +115,7 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
                        std::vector<call_ptr>& rejected, clock::time_point& wake) {
   auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
   // Requests past their timeout under REJECT leave the queue with their error.
-  for (std::size_t level = 0; level < queues_.size(); ++level) {
-    if (with_deadline_[level] == 0) continue;
-    auto& q = queues_[level];
-    for (auto it = q.begin(); it != q.end();) {
-      if (!it->delay && timed_out(*it)) {
-        rejected.push_back(std::move(it->call));
-        it = q.erase(it);
-        --with_deadline_[level];
-        --size_;
-      } else {
-        ++it;
-      }
-    }
-  }
+  expire(now, rejected);
   // The candidates in the order they are served: levels highest first; within a level, FIFO,
   // the requests still in time before the delayed ones past their timeout. The batch is the
   // longest run from the first candidate of compatible requests that fits max_batch_size.
@@ -167,10 +154,14 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
   if (!first) return;
   if (!closed) {
     // More requests could join: wait for them while the oldest has time left, unless the
-    // batch already has the largest preferred size.
+    // queued requests already reach a preferred size (Triton sends a batch as soon as it can
+    // be cut at one) or pass the largest.
+    const bool preferred_reached = std::any_of(picks.begin(), picks.end(), [&](const pick& p) {
+      return std::binary_search(preferred_.begin(), preferred_.end(), p.total);
+    });
     const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
     const auto until = first->enqueued + max_delay_;
-    if (total < target && now < until && !flushed) {
+    if (!preferred_reached && total < target && now < until && !flushed) {
       wake = until;
       return;
     }
@@ -195,6 +186,35 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
     q.erase(it);
   }
   size_ -= n;
+}
+
+void batch_queue::expire(clock::time_point now, std::vector<call_ptr>& rejected) {
+  for (std::size_t level = 0; level < queues_.size(); ++level) {
+    if (with_deadline_[level] == 0) continue;
+    auto& q = queues_[level];
+    for (auto it = q.begin(); it != q.end();) {
+      if (!it->delay && it->deadline.time_since_epoch().count() != 0 && it->deadline <= now) {
+        rejected.push_back(std::move(it->call));
+        it = q.erase(it);
+        --with_deadline_[level];
+        --size_;
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+clock::time_point batch_queue::next_deadline() const {
+  clock::time_point next{};
+  for (std::size_t level = 0; level < queues_.size(); ++level) {
+    if (with_deadline_[level] == 0) continue;
+    for (const auto& e : queues_[level])
+      if (!e.delay && e.deadline.time_since_epoch().count() != 0 &&
+          (next.time_since_epoch().count() == 0 || e.deadline < next))
+        next = e.deadline;
+  }
+  return next;
 }
 
 // --- what runs where -------------------------------------------------------------------------
@@ -332,6 +352,8 @@ void instance_gate::dispatch(bool run_here) {
     const auto now = clock::now();
     clock::time_point wake{};
     std::size_t taken = 0;
+    // Requests whose REJECT deadline passed leave now, whether or not an instance is free.
+    queue_.expire(now, rejected);
     while (running_ < instances_) {
       std::vector<call_ptr> batch;
       queue_.take(now, flushed_, batch, rejected, wake);
@@ -343,6 +365,11 @@ void instance_gate::dispatch(bool run_here) {
     // What left the queue no longer counts as pending.
     if (stats_)
       for (std::size_t i = 0, n = taken + rejected.size(); i < n; ++i) stats_->dequeued();
+    // Wake for the batch that waits for company, or for the next REJECT deadline, whichever
+    // comes first.
+    const clock::time_point deadline = queue_.next_deadline();
+    if (deadline.time_since_epoch().count() != 0 && (wake.time_since_epoch().count() == 0 || deadline < wake))
+      wake = deadline;
     if (wake.time_since_epoch().count() != 0) arm(wake);
   }
   const batch_runner* runner = exec_.runner;

@@ -78,12 +78,13 @@ struct queue_ticket {
 /// max_queue_size (0 = unbounded). The next batch is the request at the head of the highest
 /// non-empty level and, when the model batches dynamically, the requests after it (in priority
 /// order) whose batch key equals its own, while their batch sizes add up to at most
-/// max_batch_size. It goes at once when it is full, when the next request is not compatible, or
-/// when it reached the largest preferred batch size; otherwise it waits for more requests until
-/// the oldest has waited max_queue_delay_microseconds. A request past its timeout is rejected
-/// (REJECT) or served after the requests of its level still in time (DELAY). Models without
-/// dynamic batching run one request per batch. A sequence model with the `oldest` strategy
-/// batches the same way, one request per sequence in a batch.
+/// max_batch_size. As Triton's dynamic batcher, it goes at once when it is full, when the next
+/// request is not compatible, or when the queued requests reach a preferred batch size (then
+/// cut at the largest one they reach); otherwise it waits for more requests until the oldest
+/// has waited max_queue_delay_microseconds. A request past its timeout is rejected (REJECT: at
+/// its deadline, see expire()) or served after the requests of its level still in time
+/// (DELAY). Models without dynamic batching run one request per batch. A sequence model with
+/// the `oldest` strategy batches the same way, one request per sequence in a batch.
 class batch_queue {
  public:
   /// From the model's configuration (levels, their policies, batch sizes, delay).
@@ -107,6 +108,11 @@ class batch_queue {
   /// leave the queue into `rejected`. `flushed`: batches no longer wait for more requests.
   void take(clock::time_point now, bool flushed, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
             clock::time_point& wake);
+  /// Moves the requests past their timeout under REJECT at `now` into `rejected`.
+  void expire(clock::time_point now, std::vector<call_ptr>& rejected);
+  /// The earliest deadline of a request waiting under REJECT (when it must be answered), or
+  /// epoch when none has one.
+  clock::time_point next_deadline() const;
   /// The requests waiting.
   std::size_t size() const noexcept { return size_; }
 
@@ -157,7 +163,9 @@ struct execution_context {
 
 /// The scheduler of one model version in front of its instances: at most `instances`
 /// executions run at a time, batches formed by its batch_queue. A small call of a model that
-/// neither batches nor delays runs at once on the scheduling thread (runs_inline).
+/// neither batches nor delays runs at once on the scheduling thread (runs_inline). One timer
+/// wakes the gate when a batch's queue delay ends or a waiting request's REJECT deadline comes,
+/// whichever is first: a request that times out behind a busy instance is answered then.
 class instance_gate {
  public:
   instance_gate();

@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -123,6 +124,32 @@ TEST_CASE("dynamic batching: a random mix of shapes and priorities, each answere
   CHECK(batched_rows == rows);
   CHECK(executions == count_of(s, "execution_count"));
   CHECK(s.at("inference_stats").at("success").at("count").to_number<std::uint64_t>() == reqs.size());
+}
+
+TEST_CASE("dynamic batching: queued requests that reach a preferred size go at once", "[batching]") {
+  // batch_preferred: preferred sizes 4 and 8, max_batch_size 32, a 10 s queue delay. Two
+  // requests of 2 rows make 4, a preferred size: they run together at once, as in Triton, and
+  // do not wait out the delay for 8 or 32 rows.
+  const int port = shared_server().http_port();
+  const std::string body =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[2,4],"data":[1,2,3,4,5,6,7,8]}]})";
+  const auto start = std::chrono::steady_clock::now();
+  connection a(port), b(port);
+  a.send(request_text("POST", "/v2/models/batch_preferred/infer", body));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // A waits alone (2 rows)
+  b.send(request_text("POST", "/v2/models/batch_preferred/infer", body));
+  for (auto* c : {&a, &b}) {
+    auto r = c->read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+  // Far below the 10 s delay the old rule waited for.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  const auto s = stats_of("batch_preferred");
+  CHECK(count_of(s, "execution_count") == 1);
+  const auto& batches = s.at("batch_stats").as_array();
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].at("batch_size").to_number<std::uint64_t>() == 4);
 }
 
 TEST_CASE("dynamic batching: add/sub over batches, two instances at once", "[batching]") {

@@ -519,6 +519,8 @@ TEST_CASE("parity: a request timeout in the queue over gRPC", "[parity][grpc][sc
   const answer late = rpc(&Stub::ModelInfer, q)(*stub, {});
   CHECK(late.code == static_cast<int>(grpc::StatusCode::UNAVAILABLE));
   CHECK(late.text == "Request timeout expired");
+  // Answered at its deadline, while the first request (400 ms) still runs.
+  CHECK(first.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
   CHECK(first.get().code == 0);
   // The same over HTTP gives 503 with the same text (tests/integration/transport.cpp).
 }

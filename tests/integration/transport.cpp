@@ -430,14 +430,15 @@ TEST_CASE("schedule policy: priorities and request timeouts in the queue", "[tra
   d.send(request_text("POST", "/v2/models/identity_policy/infer", body("")));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   e.send(request_text("POST", "/v2/models/identity_policy/infer", body(R"("priority":1)")));
-  auto ra = a.read();
-  REQUIRE(ra);
-  CHECK(ra->status == 200);
-  // B waited past its 100 ms: rejected when the instance came free.
+  // B's 100 ms pass while A still runs (400 ms): B is answered at its deadline, before A.
   auto rb = b.read();
   REQUIRE(rb);
   CHECK(rb->status == 503);
   CHECK(error_of(*rb) == "Request timeout expired");
+  CHECK_FALSE(a.readable_now());
+  auto ra = a.read();
+  REQUIRE(ra);
+  CHECK(ra->status == 200);
   // E (priority 1) came after D (default level 2) but runs first.
   auto re = e.read();
   REQUIRE(re);

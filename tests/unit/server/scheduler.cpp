@@ -130,15 +130,35 @@ TEST_CASE("batch_queue: preferred batch sizes", "[scheduler]") {
     for (int i = 0; i < 4; ++i) push(q, t0);
     CHECK(take(q, t0).batch.size() == 4);
   }
-  SECTION("past the delay, the batch is cut at the largest preferred size it reaches") {
+  SECTION("queued requests that reach a smaller preferred size go at once, cut there") {
     std::vector<srv::call_ptr> calls;
     for (int i = 0; i < 3; ++i) calls.push_back(push(q, t0));
-    CHECK(take(q, t0).batch.empty());
-    auto t = take(q, t0 + 1ms);
+    auto t = take(q, t0);
     REQUIRE(t.batch.size() == 2);
     CHECK(t.batch[0] == calls[0]);
     CHECK(t.batch[1] == calls[1]);
     CHECK(q.size() == 1);
+    // The rest reaches no preferred size: it waits for the delay, then goes.
+    t = take(q, t0);
+    CHECK(t.batch.empty());
+    CHECK(t.wake == t0 + 1ms);
+    t = take(q, t0 + 1ms);
+    REQUIRE(t.batch.size() == 1);
+    CHECK(t.batch[0] == calls[2]);
+  }
+  SECTION("two requests of batch size 2 form preferred size 4 and do not wait 10 s") {
+    srv::batch_queue big;
+    big.configure(config_of("dynamic_batching { preferred_batch_size: [ 4, 8 ] max_queue_delay_microseconds: 10000000 }",
+                            32));
+    auto a = push(big, t0, 2), b = push(big, t0 + 1ms, 2);
+    auto t = take(big, t0 + 1ms);
+    REQUIRE(t.batch.size() == 2);
+    CHECK(t.batch[0] == a);
+    CHECK(t.batch[1] == b);
+  }
+  SECTION("a batch between preferred sizes is cut at the largest it reaches") {
+    for (int i = 0; i < 6; ++i) push(q, t0);  // 6: reaches 2 and 4, not 8
+    CHECK(take(q, t0).batch.size() == 4);
   }
   SECTION("preferred sizes past max_batch_size are ignored") {
     srv::batch_queue small;
@@ -220,6 +240,25 @@ TEST_CASE("batch_queue: queue timeouts", "[scheduler]") {
     CHECK(t.batch[0] == in_time);
     CHECK(take(q, t0 + 1500us).batch.at(0) == late);
   }
+}
+
+TEST_CASE("batch_queue: the next REJECT deadline is the earliest of the waiting requests", "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { priority_levels: 2 default_queue_policy { allow_timeout_override: true } "
+                        "priority_queue_policy { key: 2 value: { timeout_action: DELAY default_timeout_microseconds: 100 } } }",
+                        1));
+  CHECK(q.next_deadline() == srv::clock::time_point{});
+  push(q, t0, 1, "k", 1, 0);         // no timeout
+  push(q, t0, 1, "k", 2, 0);         // DELAY: never rejected, no deadline to answer at
+  auto soon = push(q, t0, 1, "k", 1, 5000);
+  push(q, t0, 1, "k", 1, 9000);
+  CHECK(q.next_deadline() == t0 + 5ms);
+  std::vector<srv::call_ptr> rejected;
+  q.expire(t0 + 5ms, rejected);
+  REQUIRE(rejected.size() == 1);
+  CHECK(rejected[0] == soon);
+  CHECK(q.next_deadline() == t0 + 9ms);
+  CHECK(q.size() == 3);
 }
 
 TEST_CASE("batch_queue: a request's timeout overrides its level's only where allowed, and only shortens it",
@@ -464,6 +503,26 @@ TEST_CASE("instance_gate: a queued request past its REJECT timeout goes to the r
   CHECK(f.r.batches.size() == 1);
   CHECK(f.done == 2);
   CHECK(f.stats.pending() == 0);
+}
+
+TEST_CASE("instance_gate: a request behind a busy instance is answered at its REJECT deadline", "[scheduler]") {
+  gate_fixture f("dynamic_batching { default_queue_policy { allow_timeout_override: true } }", 1, 1);
+  REQUIRE(f.gate->schedule(f.call()));
+  f.r.wait([&] { return f.r.batches.size() == 1; });
+  auto late = f.call();
+  late->request.parameters.set("timeout", std::uint64_t{20000});  // 20 ms
+  REQUIRE(f.gate->schedule(late));
+  // The instance stays busy: the gate's own timer answers the request.
+  f.r.wait([&] { return f.r.expired == 1; });
+  {
+    std::lock_guard lock(f.r.mu);
+    CHECK(f.r.holding == 1);
+    CHECK(f.r.batches.size() == 1);
+  }
+  CHECK(f.stats.pending() == 0);
+  f.let_go();
+  f.pool.join();
+  CHECK(f.done == 2);
 }
 
 TEST_CASE("instance_gate: a small call of a plain model runs on the scheduling thread", "[scheduler]") {
