@@ -67,6 +67,12 @@ model_repository::~model_repository() { stop_polling(); }
 
 namespace {
 
+// Triton's text for a version that did not load, one line of a load reply.
+std::string version_failure(const std::string& name, std::int64_t version, const std::string& reason) {
+  return "load failed for model '" + name + "': version " + std::to_string(version) +
+         " is at UNAVAILABLE state: " + reason + ";\n";
+}
+
 bool version_dir_name(const std::string& n, std::int64_t& v) {
   if (n.empty() || n[0] == '0') return false;
   for (char c : n)
@@ -364,6 +370,25 @@ status model_repository::load_locked_unguarded(const std::string& name,
     fresh.push_back(std::move(r));
   }
 
+  // A reload whose new versions do not all load leaves the model as it was, serving (as
+  // Triton keeps a loaded model whose reload fails); the load reply and the log say why.
+  if (std::any_of(fresh.begin(), fresh.end(), [](const version_record& r) { return r.state != model_state::ready; })) {
+    std::string failures;
+    for (const auto& r : fresh)
+      if (r.state != model_state::ready) {
+        failures += version_failure(name, r.version, r.reason);
+        log_(true, "failed to load '" + name + "' version " + std::to_string(r.version) + ": " + r.reason);
+      }
+    std::unique_lock lock(mu_);
+    auto it = models_.find(name);
+    const bool serving = it != models_.end() && std::any_of(it->second.versions.begin(), it->second.versions.end(),
+                                                            [](const version_record& r) { return r.live != nullptr; });
+    if (serving) {
+      log_(true, "the reload of '" + name + "' failed; the versions loaded before keep serving");
+      return {errc::invalid_arg, failures};
+    }
+  }
+
   // Swap: new versions serve at once; versions that leave drain, then read as unloaded.
   std::vector<std::shared_ptr<model_version>> leaving;
   std::vector<std::int64_t> leaving_numbers;
@@ -408,8 +433,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     std::shared_lock lock(mu_);
     for (const auto& r : versions_of(name))
       if (std::binary_search(chosen.begin(), chosen.end(), r.version) && r.state != model_state::ready) {
-        failures += "load failed for model '" + name + "': version " + std::to_string(r.version) +
-                    " is at UNAVAILABLE state: " + r.reason + ";\n";
+        failures += version_failure(name, r.version, r.reason);
         log_(true, "failed to load '" + name + "' version " + std::to_string(r.version) + ": " + r.reason);
       } else if (std::binary_search(chosen.begin(), chosen.end(), r.version)) {
         log_(false, "successfully loaded '" + name + "' version " + std::to_string(r.version));

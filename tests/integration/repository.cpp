@@ -193,7 +193,12 @@ TEST_CASE("repository: config overrides and reload semantics", "[repository]") {
         "load failed for model 'simple': version 1 is at UNAVAILABLE state: unable to find "
         "backend library for backend 'no_such_backend', try specifying runtime on the model "
         "configuration.;\n");
-  CHECK(json::serialize(*entry(index(port), "simple")).find(R"("state":"UNAVAILABLE")") != std::string::npos);
+  // A reload that fails leaves the loaded model as it was, serving (as Triton does), and the
+  // log says so.
+  CHECK(json::serialize(*entry(index(port), "simple")).find(R"("state":"READY")") != std::string::npos);
+  CHECK(request(port, "POST", "/v2/models/simple/infer", simple_json()).status == 200);
+  CHECK(request(port, "GET", "/v2/models/simple/config").body.find(R"("max_batch_size":16,)") != std::string::npos);
+  CHECK(s.log().find("the reload of 'simple' failed; the versions loaded before keep serving") != std::string::npos);
   CHECK(request(port, "POST", "/v2/repository/models/simple/load", "").status == 200);
   CHECK(request(port, "POST", "/v2/models/simple/infer", simple_json()).status == 200);
   // An override without backend or platform (Triton's model-control example sends only
