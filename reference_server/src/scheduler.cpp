@@ -69,6 +69,7 @@ void batch_queue::configure(const model_config& c) {
     if (level >= 1 && level <= levels) policies_[static_cast<std::size_t>(level - 1)] = to_policy(q);
   queues_.assign(levels, {});
   with_deadline_.assign(levels, 0);
+  reject_deadlines_.clear();
   size_ = 0;
   default_level_ = b.default_priority_level() >= 1 && b.default_priority_level() <= levels
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
@@ -105,7 +106,10 @@ bool batch_queue::push(const queue_ticket& t, call_ptr call, std::int64_t rows, 
   auto& q = queues_[t.level];
   const std::size_t max = policies_[t.level].max_queue;
   if (max && q.size() >= max) return false;
-  if (t.deadline.time_since_epoch().count() != 0) ++with_deadline_[t.level];
+  if (t.deadline.time_since_epoch().count() != 0) {
+    ++with_deadline_[t.level];
+    if (!t.delay) reject_deadlines_.insert(t.deadline);
+  }
   q.push_back({std::move(call), rows, std::move(key), std::move(group), now, t.deadline, t.delay});
   ++size_;
   return true;
@@ -182,18 +186,23 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
   for (std::size_t k = 0; k < n; ++k) {
     auto& q = queues_[picks[k].level];
     auto it = q.begin() + static_cast<std::ptrdiff_t>(picks[k].index);
-    if (it->deadline.time_since_epoch().count() != 0) --with_deadline_[picks[k].level];
+    if (it->deadline.time_since_epoch().count() != 0) {
+      --with_deadline_[picks[k].level];
+      if (!it->delay) reject_deadlines_.erase(reject_deadlines_.find(it->deadline));
+    }
     q.erase(it);
   }
   size_ -= n;
 }
 
 void batch_queue::expire(clock::time_point now, std::vector<call_ptr>& rejected) {
+  if (reject_deadlines_.empty() || *reject_deadlines_.begin() > now) return;  // nothing is due
   for (std::size_t level = 0; level < queues_.size(); ++level) {
     if (with_deadline_[level] == 0) continue;
     auto& q = queues_[level];
     for (auto it = q.begin(); it != q.end();) {
       if (!it->delay && it->deadline.time_since_epoch().count() != 0 && it->deadline <= now) {
+        reject_deadlines_.erase(reject_deadlines_.find(it->deadline));
         rejected.push_back(std::move(it->call));
         it = q.erase(it);
         --with_deadline_[level];
@@ -206,15 +215,7 @@ void batch_queue::expire(clock::time_point now, std::vector<call_ptr>& rejected)
 }
 
 clock::time_point batch_queue::next_deadline() const {
-  clock::time_point next{};
-  for (std::size_t level = 0; level < queues_.size(); ++level) {
-    if (with_deadline_[level] == 0) continue;
-    for (const auto& e : queues_[level])
-      if (!e.delay && e.deadline.time_since_epoch().count() != 0 &&
-          (next.time_since_epoch().count() == 0 || e.deadline < next))
-        next = e.deadline;
-  }
-  return next;
+  return reject_deadlines_.empty() ? clock::time_point{} : *reject_deadlines_.begin();
 }
 
 // --- what runs where -------------------------------------------------------------------------

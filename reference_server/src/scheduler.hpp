@@ -23,6 +23,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -140,6 +141,9 @@ class batch_queue {
   std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
   std::vector<std::deque<entry>> queues_{1};   ///< per level
   std::vector<std::size_t> with_deadline_{0};  ///< per level: queued entries that have a timeout
+  /// The deadlines of the entries waiting under REJECT, so that the next one is known without
+  /// a pass over the queues, and expire() looks at the queues only when one is due.
+  std::multiset<clock::time_point> reject_deadlines_;
   std::size_t size_ = 0;
 };
 

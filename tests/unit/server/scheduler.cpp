@@ -57,6 +57,12 @@ taken take(srv::batch_queue& q, srv::clock::time_point now, bool flushed = false
   return t;
 }
 
+// The one call of a batch of one taken at `now`; null when the batch is not one call.
+srv::call_ptr take_one(srv::batch_queue& q, srv::clock::time_point now) {
+  auto t = take(q, now);
+  return t.batch.size() == 1 ? t.batch[0] : nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("batch_queue: a model without dynamic batching runs one request per batch", "[scheduler]") {
@@ -64,12 +70,8 @@ TEST_CASE("batch_queue: a model without dynamic batching runs one request per ba
   q.configure(config_of(""));
   CHECK_FALSE(q.gathers());
   auto a = push(q, t0), b = push(q, t0);
-  auto t = take(q, t0);
-  REQUIRE(t.batch.size() == 1);
-  CHECK(t.batch[0] == a);
-  t = take(q, t0);
-  REQUIRE(t.batch.size() == 1);
-  CHECK(t.batch[0] == b);
+  CHECK(take_one(q, t0) == a);
+  CHECK(take_one(q, t0) == b);
   CHECK(take(q, t0).batch.empty());
   CHECK(q.size() == 0);
 }
@@ -172,16 +174,10 @@ TEST_CASE("batch_queue: only requests with the batch key of the first share its 
   srv::batch_queue q;
   q.configure(config_of("dynamic_batching { }", 8));
   auto a = push(q, t0, 1, "shape-a"), b = push(q, t0, 1, "shape-b"), c = push(q, t0, 1, "shape-a");
-  auto t = take(q, t0);
   // The run stops at the first incompatible request (FIFO order is kept).
-  REQUIRE(t.batch.size() == 1);
-  CHECK(t.batch[0] == a);
-  t = take(q, t0);
-  REQUIRE(t.batch.size() == 1);
-  CHECK(t.batch[0] == b);
-  t = take(q, t0);
-  REQUIRE(t.batch.size() == 1);
-  CHECK(t.batch[0] == c);
+  CHECK(take_one(q, t0) == a);
+  CHECK(take_one(q, t0) == b);
+  CHECK(take_one(q, t0) == c);
 }
 
 TEST_CASE("batch_queue: higher priority levels are served first", "[scheduler]") {
@@ -259,6 +255,9 @@ TEST_CASE("batch_queue: the next REJECT deadline is the earliest of the waiting 
   CHECK(rejected[0] == soon);
   CHECK(q.next_deadline() == t0 + 9ms);
   CHECK(q.size() == 3);
+  // Requests that leave in a batch take their deadlines with them.
+  while (q.size() != 0) take(q, t0 + 6ms);
+  CHECK(q.next_deadline() == srv::clock::time_point{});
 }
 
 TEST_CASE("batch_queue: a request's timeout overrides its level's only where allowed, and only shortens it",
@@ -487,22 +486,6 @@ TEST_CASE("instance_gate: a full queue refuses, and nothing is done with the cal
   f.let_go();
   f.pool.join();
   CHECK(f.done == 2);
-}
-
-TEST_CASE("instance_gate: a queued request past its REJECT timeout goes to the runner's expiry", "[scheduler]") {
-  gate_fixture f("dynamic_batching { default_queue_policy { allow_timeout_override: true } }", 1, 1);
-  REQUIRE(f.gate->schedule(f.call()));
-  f.r.wait([&] { return f.r.batches.size() == 1; });
-  auto late = f.call();
-  late->request.parameters.set("timeout", std::uint64_t{1});  // 1 us
-  REQUIRE(f.gate->schedule(late));
-  std::this_thread::sleep_for(5ms);  // its deadline (1 us) passes while the instance is busy
-  f.let_go();                        // the release takes the queue: the request has expired
-  f.r.wait([&] { return f.r.expired == 1; });
-  f.pool.join();
-  CHECK(f.r.batches.size() == 1);
-  CHECK(f.done == 2);
-  CHECK(f.stats.pending() == 0);
 }
 
 TEST_CASE("instance_gate: a request behind a busy instance is answered at its REJECT deadline", "[scheduler]") {
