@@ -119,6 +119,10 @@ struct infer_call {
   std::optional<byte_budget::charge> made;
   /// The call counts as in flight from its start until it is destroyed.
   std::optional<in_flight_token> in_flight;
+  /// A sequence model's call holds its live sequence (sequence_table::hold) from scheduling
+  /// until it ran: the sequence's key and the hold (0: none).
+  std::string held_sequence;
+  std::uint64_t sequence_hold = 0;
 
   /// Completes the call: its completion and hooks are taken out first (the completion may hold
   /// the call), then the completion is called with `st`. Once only.

@@ -847,8 +847,16 @@ status execute_guarded(infer_call& call, const response_sink* sink,
   });
 }
 
+// A sequence model's call held its sequence while it waited and ran (instance_gate::schedule).
+void release_sequence(infer_call& call) noexcept {
+  if (call.sequence_hold)
+    call.model->sequences.release(call.held_sequence, std::exchange(call.sequence_hold, 0));
+}
+
 void run_one(infer_call& call) {
-  call.finish(execute_guarded(call, nullptr, call.hooks.cancelled));
+  status st = execute_guarded(call, nullptr, call.hooks.cancelled);
+  release_sequence(call);
+  call.finish(std::move(st));
 }
 
 void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
@@ -890,12 +898,14 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
       batch[live[k]]->batch_data = keep;
     }
   }
+  for (auto& c : batch) release_sequence(*c);
   // The instance is free before the responses are encoded: the next batch does not wait.
   gate.release();
   for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->finish(std::move(results[i]));
 }
 
 void expire_call(call_ptr call) {
+  release_sequence(*call);
   call->model->stats.record_failure(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         clock::now() - call->times.received).count()),
                                     false);

@@ -357,7 +357,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     else mv->impl = make_backend(*config, bs);
     if (!bs && mv->impl)
       mv->instances.configure(instances, *config, mv->impl->on_gpu(), mv->stats, exec_,
-                              std::shared_ptr<instance_gate>(mv, &mv->instances));
+                              std::shared_ptr<instance_gate>(mv, &mv->instances), &mv->sequences);
     version_record r;
     r.version = v;
     if (bs) {

@@ -15,8 +15,16 @@ sequence_state* sequence_table::begin(const std::string& id, bool start, std::ch
   std::lock_guard lock(mu_);
   full = false;
   // Release idle sequences (the sequence batcher's max_sequence_idle_microseconds): the least
-  // recently used come first.
-  while (!order_.empty() && now - order_.front().last > max_idle) erase(order_.begin());
+  // recently used come first. A sequence with a request queued or running is not idle: it goes
+  // to the back, as used now.
+  while (!order_.empty() && now - order_.front().last > max_idle) {
+    if (order_.front().held != 0) {
+      order_.front().last = now;
+      order_.splice(order_.end(), order_, order_.begin());
+    } else {
+      erase(order_.begin());
+    }
+  }
   auto it = by_id_.find(id);
   found = it != by_id_.end();
   if (!found && !start) return nullptr;
@@ -29,7 +37,7 @@ sequence_state* sequence_table::begin(const std::string& id, bool start, std::ch
       full = true;
       return nullptr;
     }
-    s = order_.insert(order_.end(), slot{id, {}, now});
+    s = order_.insert(order_.end(), slot{id, {}, now, ++generations_, 0});
     by_id_.emplace(s->id, s);
   }
   if (start) {
@@ -43,6 +51,31 @@ sequence_state* sequence_table::begin(const std::string& id, bool start, std::ch
 std::size_t sequence_table::size() {
   std::lock_guard lock(mu_);
   return order_.size();
+}
+
+std::uint64_t sequence_table::hold(const std::string& id, std::chrono::microseconds max_idle, clock::time_point now) {
+  std::lock_guard lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return 0;
+  slot& s = *it->second;
+  if (s.held == 0 && now - s.last > max_idle) {  // idle out already: its next request says so
+    erase(it->second);
+    return 0;
+  }
+  ++s.held;
+  s.last = now;
+  order_.splice(order_.end(), order_, it->second);
+  return s.generation;
+}
+
+void sequence_table::release(const std::string& id, std::uint64_t hold, clock::time_point now) {
+  if (hold == 0) return;
+  std::lock_guard lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end() || it->second->generation != hold || it->second->held == 0) return;
+  --it->second->held;
+  it->second->last = now;
+  order_.splice(order_.end(), order_, it->second);
 }
 
 void sequence_table::end(const std::string& id) {
@@ -283,8 +316,11 @@ instance_gate::instance_gate() = default;
 instance_gate::~instance_gate() = default;
 
 void instance_gate::configure(std::size_t instances, const model_config& c, bool on_gpu, version_stats& stats,
-                              const execution_context& exec, std::weak_ptr<instance_gate> self) {
+                              const execution_context& exec, std::weak_ptr<instance_gate> self,
+                              sequence_table* sequences) {
   queue_.configure(c);
+  sequences_ = c.sequence ? sequences : nullptr;
+  if (c.sequence) max_idle_ = std::chrono::microseconds(c.sequence->max_idle_us);
   self_ = std::move(self);
   exec_ = exec;
   stats_ = &stats;
@@ -299,6 +335,11 @@ queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout
 }
 
 bool instance_gate::schedule(const call_ptr& call) {
+  // A live sequence is not idle while this request of it waits or runs; the runner releases it.
+  if (sequences_) {
+    call->held_sequence = sequence_group(call->request);
+    if (!call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);
+  }
   if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places)) {
     exec_.runner->run_one(*call);
     return true;
@@ -310,7 +351,9 @@ bool instance_gate::schedule(const call_ptr& call) {
     key = batch_key(call->request);
     if (queue_.one_at_a_time()) group = sequence_group(call->request);
   }
-  return submit(t, call, call->batch_size, std::move(key), std::move(group));
+  if (submit(t, call, call->batch_size, std::move(key), std::move(group))) return true;
+  if (sequences_) sequences_->release(call->held_sequence, std::exchange(call->sequence_hold, 0));
+  return false;
 }
 
 bool instance_gate::submit(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group) {

@@ -49,11 +49,22 @@ class sequence_table {
   std::size_t size();
   void end(const std::string& id);
 
+  /// A request of the live sequence `id` was queued: the sequence is not idle while a request
+  /// of it waits or runs (as in Triton), however long that takes. Returns the hold (0: the
+  /// sequence is not live, or idle longer than `max_idle` already: nothing is held), for
+  /// release().
+  std::uint64_t hold(const std::string& id, std::chrono::microseconds max_idle, clock::time_point now = clock::now());
+  /// The request that took `hold` is done: the sequence's idle time starts again at `now`.
+  /// A hold of a sequence that ended (or of an earlier sequence of the same ID) is nothing.
+  void release(const std::string& id, std::uint64_t hold, clock::time_point now = clock::now());
+
  private:
   struct slot {
     std::string id;
     sequence_state state;
     clock::time_point last;
+    std::uint64_t generation = 0;  ///< this sequence among those that had its ID
+    std::size_t held = 0;          ///< its requests queued or running
   };
   void erase(std::list<slot>::iterator it);
   std::mutex mu_;
@@ -62,6 +73,7 @@ class sequence_table {
   /// that starts many sequences slow every request down); `by_id_`'s keys view the ids.
   std::list<slot> order_;
   std::unordered_map<std::string_view, std::list<slot>::iterator> by_id_;
+  std::uint64_t generations_ = 0;
 };
 
 /// Where a request waits (the dynamic batcher's queue policy, the schedule_policy extension):
@@ -179,9 +191,11 @@ class instance_gate {
 
   /// From the model's instance count and configuration; `on_gpu`: its backend runs on a GPU.
   /// Queued requests count in `stats` (pending). `self` owns the gate (the model version): a
-  /// pending batch-delay timer holds it weakly.
+  /// pending batch-delay timer holds it weakly. `sequences`: a sequence model's live sequences,
+  /// which each scheduled request holds (sequence_table::hold) until the runner releases it.
   void configure(std::size_t instances, const model_config& config, bool on_gpu, version_stats& stats,
-                 const execution_context& exec, std::weak_ptr<instance_gate> self);
+                 const execution_context& exec, std::weak_ptr<instance_gate> self,
+                 sequence_table* sequences = nullptr);
   /// Schedules an admitted call whose hooks and completion are in it: runs it now, on the
   /// calling thread, when it is small and takes no decoupled responses (runs_inline);
   /// otherwise queues it with its ticket (its `priority` and `timeout` parameters), batch key
@@ -218,6 +232,8 @@ class instance_gate {
   bool on_gpu_ = false;
   bool inline_ok_ = false;  ///< the model neither batches nor delays: small calls may run inline
   version_stats* stats_ = nullptr;
+  sequence_table* sequences_ = nullptr;
+  std::chrono::microseconds max_idle_{0};  ///< a sequence model's max_sequence_idle_microseconds
   execution_context exec_;
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;

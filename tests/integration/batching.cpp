@@ -329,6 +329,32 @@ TEST_CASE("sequence batching, oldest: sequences share executions, each row with 
   CHECK(error_of(lost).find("must specify the START flag") != std::string::npos);
 }
 
+TEST_CASE("sequence batching: a sequence whose request waits in the queue is not idle", "[batching][sequence]") {
+  // sequence_queued: idle after 100 ms, 400 ms per execution, one instance. The START runs;
+  // the next request of the sequence waits behind it for longer than the idle time, and is
+  // still served as the sequence's (Triton counts a sequence idle only when nothing of it is
+  // queued or running).
+  const int port = shared_server().http_port();
+  connection a(port), b(port);
+  a.send(request_text("POST", "/v2/models/sequence_queued/infer", sequence_body(31, 5, true, false)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // A runs
+  b.send(request_text("POST", "/v2/models/sequence_queued/infer", sequence_body(31, 7, false, true)));
+  auto ra = a.read(), rb = b.read();
+  REQUIRE(ra);
+  REQUIRE(rb);
+  CHECK(ra->status == 200);
+  INFO(rb->body);
+  REQUIRE(rb->status == 200);
+  CHECK(sequence_output(*ra) == 5);
+  CHECK(sequence_output(*rb) == 5 + 7 + 31);
+  // Once nothing of it is queued or running, it idles out as before.
+  CHECK(post("/v2/models/sequence_queued/infer", sequence_body(32, 1, true, false)).status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto lost = post("/v2/models/sequence_queued/infer", sequence_body(32, 1, false, true));
+  CHECK(lost.status == 400);
+  CHECK(error_of(lost).find("must specify the START flag") != std::string::npos);
+}
+
 namespace {
 
 // batch_identity with the longest queue delay there is (2^40 us, about 12 days): a lone

@@ -352,6 +352,35 @@ TEST_CASE("sequence_table: slots start, continue, idle out and are bounded", "[s
   CHECK(seqs.size() == 0);
 }
 
+TEST_CASE("sequence_table: a sequence with a request queued or running is not idle", "[scheduler]") {
+  srv::sequence_table seqs;
+  bool found = false, full = false;
+  REQUIRE(seqs.begin("u:7", true, 1s, found, full, t0));
+  // A continuation waits in the queue for 5 s, five times max_idle: the sequence stays.
+  const auto h = seqs.hold("u:7", 1s, t0 + 500ms);
+  REQUIRE(h != 0);
+  CHECK(seqs.begin("u:7", false, 1s, found, full, t0 + 5s) != nullptr);
+  seqs.release("u:7", h, t0 + 5s);
+  // Its idle time starts again when the request is done.
+  CHECK(seqs.begin("u:7", false, 1s, found, full, t0 + 5500ms) != nullptr);
+  CHECK(seqs.begin("u:7", false, 1s, found, full, t0 + 7s) == nullptr);
+  // A sequence that idled out before its request was queued is not held, and stays gone.
+  REQUIRE(seqs.begin("u:8", true, 1s, found, full, t0));
+  CHECK(seqs.hold("u:8", 1s, t0 + 2s) == 0);
+  CHECK(seqs.begin("u:8", false, 1s, found, full, t0 + 2s) == nullptr);
+  CHECK(seqs.hold("u:9", 1s, t0) == 0);  // never started
+  // A hold of an ended sequence does not count for a new one of the same ID.
+  REQUIRE(seqs.begin("u:10", true, 1s, found, full, t0));
+  const auto old = seqs.hold("u:10", 1s, t0);
+  seqs.end("u:10");
+  REQUIRE(seqs.begin("u:10", true, 1s, found, full, t0));
+  const auto fresh = seqs.hold("u:10", 1s, t0);
+  seqs.release("u:10", old, t0);  // nothing
+  CHECK(seqs.begin("u:10", false, 1s, found, full, t0 + 3s) != nullptr);  // still held by `fresh`
+  seqs.release("u:10", fresh, t0 + 3s);
+  CHECK(seqs.begin("u:10", false, 1s, found, full, t0 + 5s) == nullptr);
+}
+
 // --- the gate, with a fake runner --------------------------------------------------------------
 
 namespace {
