@@ -7,6 +7,8 @@
 #include <inferwire/v2/detail/header_memo.hpp>
 #include <inferwire/v2/fast_request.hpp>
 
+#include "same_request.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,15 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto request = inferwire::v2::decode_infer_request(body, header_length, "model", st, limits);
     inferwire::v2::infer_request fast;
     if (inferwire::v2::try_decode_infer_request_fast(body, header_length, limits, fast) &&
-        (st || !(fast == request)))
+        (st || !fuzz::same(fast, request)))
       __builtin_trap();
     // The server's memo of the last header: what it recalls for this body (a header seen
     // before) must be what the full decoder gives, and a request that decoded is recalled as it is.
     static inferwire::v2::detail::header_memo<inferwire::v2::infer_request, &inferwire::v2::infer_request::inputs> memo;
-    if (auto known = memo.recall(body, header_length); known && (st || !(*known == request))) __builtin_trap();
+    if (auto known = memo.recall(body, header_length); known && (st || !fuzz::same(*known, request))) __builtin_trap();
     if (!st) {
       memo.remember(body.substr(0, header_length), request);
-      if (auto again = memo.recall(body, header_length); again && !(*again == request)) __builtin_trap();
+      if (auto again = memo.recall(body, header_length); again && !fuzz::same(*again, request)) __builtin_trap();
     }
     if (!st && request.raw_binary) {
       const inferwire::v2::tensor_metadata input{"INPUT0", inferwire::data_type::bytes, {-1}};
