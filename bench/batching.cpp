@@ -8,10 +8,16 @@
 // Targets: at concurrency 64 >= 20x the unbatched rate; at concurrency 1 the batcher adds
 // <= 100 µs + 50 µs to p50.
 //
+// Second part: the batcher against the ideal. `batching_wave1` and `batching_wave2` (5 ms per
+// execution, max_batch_size 64, 100 µs of delay; one and two instances) at concurrency 1, 8, 64
+// and 128: the rate divided by the ideal one, where every waiting request joins the next
+// execution (concurrency / 5 ms, at most 64 rows per execution and instance). Target >= 0.9.
+//
 //   bench_batching [--seconds S] [--server PATH]
 #include "bench_process.hpp"
 #include "http_load.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -78,6 +84,21 @@ int main(int argc, char** argv) {
                   added <= 150 ? "met" : "NOT met");
       ok &= added <= 150;
     }
+  }
+  std::printf("\nidentity, 5 ms per execution, max_batch_size 64, 100 us delay: rate / ideal (concurrency / 5 ms, "
+              "at most 64 rows per execution and instance)\n");
+  std::printf("%-6s %12s %12s %10s %12s %12s %10s\n", "conc", "1 inst req/s", "ideal", "ratio", "2 inst req/s",
+              "ideal", "ratio");
+  for (int c : {1, 8, 64, 128}) {
+    double rate[2], ideal[2];
+    for (int n = 0; n < 2; ++n) {
+      const auto r = measure(port, infer_text("batching_wave" + std::to_string(n + 1)), c, seconds);
+      rate[n] = r.rate;
+      ideal[n] = std::min(c, 64 * (n + 1)) / 0.005;
+      if (r.errors) ok = false;
+    }
+    std::printf("%-6d %12.0f %12.0f %9.2fx %12.0f %12.0f %9.2fx (target >= 0.9)\n", c, rate[0], ideal[0],
+                rate[0] / ideal[0], rate[1], ideal[1], rate[1] / ideal[1]);
   }
   stop(pid);
   ::unlink(log.c_str());
