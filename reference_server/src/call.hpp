@@ -119,8 +119,8 @@ struct infer_call {
   std::optional<byte_budget::charge> made;
   /// The call counts as in flight from its start until it is destroyed.
   std::optional<in_flight_token> in_flight;
-  /// A sequence model's call holds its live sequence (sequence_table::hold) from scheduling
-  /// until it ran: the sequence's key and the hold (0: none).
+  /// A sequence model's call: its sequence's key (sequence_group), and the hold it keeps on the
+  /// live sequence (sequence_table::hold) from scheduling until it ran (0: none).
   std::string held_sequence;
   std::uint64_t sequence_hold = 0;
 

@@ -319,6 +319,7 @@ void instance_gate::configure(std::size_t instances, const model_config& c, bool
                               const execution_context& exec, std::weak_ptr<instance_gate> self,
                               sequence_table* sequences) {
   queue_.configure(c);
+  sequence_model_ = c.sequence.has_value();
   sequences_ = c.sequence ? sequences : nullptr;
   if (c.sequence) max_idle_ = std::chrono::microseconds(c.sequence->max_idle_us);
   self_ = std::move(self);
@@ -336,10 +337,8 @@ queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout
 
 bool instance_gate::schedule(const call_ptr& call) {
   // A live sequence is not idle while this request of it waits or runs; the runner releases it.
-  if (sequences_) {
-    call->held_sequence = sequence_group(call->request);
-    if (!call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);
-  }
+  if (sequence_model_) call->held_sequence = sequence_group(call->request);
+  if (sequences_ && !call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);
   if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places)) {
     exec_.runner->run_one(*call);
     return true;
@@ -349,7 +348,7 @@ bool instance_gate::schedule(const call_ptr& call) {
   std::string key, group;
   if (queue_.gathers()) {
     key = batch_key(call->request);
-    if (queue_.one_at_a_time()) group = sequence_group(call->request);
+    if (queue_.one_at_a_time()) group = call->held_sequence;  // an `oldest` model is a sequence model
   }
   if (submit(t, call, call->batch_size, std::move(key), std::move(group))) return true;
   if (sequences_) sequences_->release(call->held_sequence, std::exchange(call->sequence_hold, 0));

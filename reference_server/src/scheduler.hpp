@@ -232,6 +232,7 @@ class instance_gate {
   bool on_gpu_ = false;
   bool inline_ok_ = false;  ///< the model neither batches nor delays: small calls may run inline
   version_stats* stats_ = nullptr;
+  bool sequence_model_ = false;     ///< requests name their sequence (sequence_group)
   sequence_table* sequences_ = nullptr;
   std::chrono::microseconds max_idle_{0};  ///< a sequence model's max_sequence_idle_microseconds
   execution_context exec_;
