@@ -518,7 +518,18 @@ backend_table& registered() {
   return t;
 }
 
+library_loader& loader() {
+  static library_loader l;
+  return l;
+}
+
 }  // namespace
+
+void set_library_loader(library_loader load) {
+  backend_table& t = registered();
+  std::lock_guard lock(t.mu);
+  loader() = std::move(load);
+}
 
 void register_backend(std::string name, backend_factory make) {
   backend_table& t = registered();
@@ -526,16 +537,23 @@ void register_backend(std::string name, backend_factory make) {
   t.made[std::move(name)] = std::move(make);
 }
 
-std::unique_ptr<backend> make_backend(const model_config& config, status& st) {
+std::unique_ptr<backend> make_backend(const model_config& config, const model_location& where, status& st) {
   const std::string& b = config.backend;
   {
     backend_table& t = registered();
     backend_factory make;
+    library_loader load;
     {
       std::lock_guard lock(t.mu);
       if (auto it = t.made.find(b); it != t.made.end()) make = it->second;
+      load = loader();
     }
     if (make) return make(config, st);
+    if (load) {
+      bool found = false;
+      auto library = load(config, where, st, found);
+      if (found || st) return library;
+    }
   }
   if (config.gpu_device >= 0) {
     if (b == "simple") return std::make_unique<gpu_simple_backend>();

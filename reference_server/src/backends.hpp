@@ -21,6 +21,7 @@
 #include <inferwire/v2/types.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
@@ -61,6 +62,15 @@ struct execution {
   /// True once the request's client gave up (null: never known). Backends that wait (a
   /// configured delay, repeat's DELAY) look at it while they wait, through pause().
   const std::function<bool()>* cancelled = nullptr;
+  /// The request as the client sent it (id, parameters, requested outputs); null for a batch
+  /// concatenated over the batch dimension.
+  const v2::infer_request* request = nullptr;
+  /// How the backend split its time, when it reported it (a TRITONBACKEND library does):
+  /// the request's compute input, infer and output durations in the statistics.
+  struct reported_split {
+    bool set = false;
+    std::uint64_t input_ns = 0, infer_ns = 0, output_ns = 0;
+  } split;
 
   const v2::infer_input* input(std::string_view name) const noexcept {
     for (const auto& i : inputs)
@@ -89,6 +99,23 @@ class backend {
   /// True for backends that run on the model's GPU and read device inputs themselves; the
   /// others get device inputs copied to host memory first.
   virtual bool on_gpu() const noexcept { return false; }
+
+  /// True for backends that take a batch as a list of requests (Triton's backend API) rather
+  /// than one execution over concatenated inputs. They get execute_list() for batches, and
+  /// never run on the thread that received a request.
+  virtual bool takes_request_lists() const noexcept { return false; }
+  /// Runs the requests of one batch, each with its own execution (inputs, sequence controls,
+  /// responder); results[i] is requests[i]'s verdict, and its outputs go in its `outputs`.
+  virtual void execute_list(std::span<execution* const> requests, std::span<status> results) {
+    for (std::size_t i = 0; i < requests.size(); ++i) results[i] = execute(*requests[i]);
+  }
+};
+
+/// Where a model version's files are, for backends that read them.
+struct model_location {
+  std::filesystem::path dir;  ///< the model's folder
+  std::int64_t version = 0;
+  bool from_request_files = false;  ///< the folder was written from a load request's `file:` parameters
 };
 
 /// The status of a request whose client gave up (before it ran, while its model waited, or
@@ -106,9 +133,17 @@ void interrupt_waits() noexcept;
 /// waiting for its client) end too.
 bool waits_are_interrupted() noexcept;
 
-/// The backend `config.backend` names: a registered one first, else a built-in one. Unknown
-/// names fail with Triton's text.
-std::unique_ptr<backend> make_backend(const model_config& config, status& st);
+/// The backend `config.backend` names: a registered one first, then a backend library found
+/// for the model (set_library_loader), else a built-in one. Unknown names fail with Triton's
+/// text.
+std::unique_ptr<backend> make_backend(const model_config& config, const model_location& where, status& st);
+
+/// Loads the backend library of a model: null with `found` false when there is none for it
+/// (a built-in backend may then serve the model), null with `st` set when it failed.
+using library_loader = std::function<std::unique_ptr<backend>(const model_config& config, const model_location& where,
+                                                              status& st, bool& found)>;
+/// Makes `load` the process's way to backend libraries (the server sets it once at start).
+void set_library_loader(library_loader load);
 
 /// Makes a backend for a model's configuration; null with `st` set when it cannot.
 using backend_factory = std::function<std::unique_ptr<backend>(const model_config& config, status& st)>;

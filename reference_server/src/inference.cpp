@@ -359,7 +359,9 @@ class request_run {
   request_run(model_version& model, const v2::infer_request& r, std::int64_t batch_size,
               const tensor_places* places)
       : model_(model), c_(*model.config), r_(r), places_(places),
-        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}, {}, nullptr, {}} {}
+        e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}, {}, nullptr, {}, nullptr, nullptr, {}} {
+    e_.request = &r;
+  }
 
   void traced_by(trace_record* t) noexcept { e_.trace = t; }
   void cancelled_by(const std::function<bool()>* c) noexcept { e_.cancelled = c; }
@@ -473,6 +475,8 @@ class request_run {
     return {};
   }
 
+  /// The execution the backend gets.
+  execution& exec() noexcept { return e_; }
   /// The inputs the backend gets (with a sequence's control tensors).
   std::span<const v2::infer_input> inputs() const noexcept { return e_.inputs; }
   sequence_state* sequence() const noexcept { return e_.sequence; }
@@ -606,6 +610,12 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   if (auto st = run.finish(response)) return fail(st, false);
   const auto done = times.compute_end = clock::now();
   d.output_ns = ns_between(executed, done);
+  if (const auto& split = run.exec().split; split.set) {
+    // The backend's own account of its execution, within the time it took here.
+    d.input_ns += split.input_ns;
+    d.infer_ns = split.infer_ns;
+    d.output_ns += split.output_ns;
+  }
   d.request_ns = ns_between(times.received, done);
   model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);
   return {};
@@ -727,7 +737,82 @@ status gather_inputs(const model_version& model, std::span<const batch_entry> me
 
 }  // namespace
 
+namespace {
+
+// A batch for a backend that takes request lists: each member keeps its own inputs (views, no
+// concatenation), sequence controls and responder; one backend call runs them all.
+void execute_listed(model_version& model, std::span<batch_member> all) {
+  const model_config& c = *model.config;
+  const auto start = clock::now();
+  std::vector<std::unique_ptr<request_run>> runs;
+  std::vector<batch_member*> members;
+  runs.reserve(all.size());
+  members.reserve(all.size());
+  {
+    std::unique_lock<std::mutex> sequence_lock;
+    if (c.sequence) sequence_lock = std::unique_lock(model.sequence_mu);
+    for (auto& m : all) {
+      m.times->compute_start = start;
+      auto run = std::make_unique<request_run>(model, *m.request, m.batch_size, m.places);
+      run->cancelled_by(m.cancelled);
+      status st = run->stage_inputs();
+      if (!st) st = run->begin_sequence(false);
+      if (!st) st = run->connect_responses(m.sink);
+      if (st) {
+        m.result = st;
+        model.stats.record_failure(ns_between(m.times->received, clock::now()), false);
+        continue;
+      }
+      runs.push_back(std::move(run));
+      members.push_back(&m);
+    }
+  }
+  if (members.empty()) return;
+  std::vector<execution*> list;
+  list.reserve(runs.size());
+  for (auto& r : runs) list.push_back(&r->exec());
+  std::vector<status> results(runs.size());
+  const auto inputs_ready = clock::now();
+  model.impl->execute_list(list, results);
+  const auto executed = clock::now();
+  std::int64_t rows = 0;
+  std::uint64_t output_ns_total = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    batch_member& m = *members[k];
+    runs[k]->end_sequence();
+    m.times->compute_input_end = inputs_ready;
+    const auto out_start = m.times->compute_output_start = clock::now();
+    const bool backend_failed = static_cast<bool>(results[k]);
+    m.result = backend_failed ? std::move(results[k]) : runs[k]->finish(*m.response);
+    const auto done = m.times->compute_end = clock::now();
+    output_ns_total += ns_between(out_start, done);
+    if (m.result) {
+      model.stats.record_failure(ns_between(m.times->received, done), backend_failed);
+      continue;
+    }
+    rows += m.batch_size;
+    version_stats::durations d;
+    d.queue_ns = ns_between(m.times->queued, start);
+    d.input_ns = ns_between(start, inputs_ready);
+    d.infer_ns = ns_between(inputs_ready, executed);
+    d.output_ns = ns_between(executed, done);
+    if (const auto& split = list[k]->split; split.set) {
+      d.input_ns += split.input_ns;
+      d.infer_ns = split.infer_ns;
+      d.output_ns += split.output_ns;
+    }
+    d.request_ns = ns_between(m.times->received, done);
+    model.stats.record_request(static_cast<std::uint64_t>(m.batch_size), d);
+  }
+  if (rows > 0)
+    model.stats.record_execution(static_cast<std::uint64_t>(rows), ns_between(start, inputs_ready),
+                                 ns_between(inputs_ready, executed), output_ns_total);
+}
+
+}  // namespace
+
 void execute_batch(model_version& model, std::span<batch_member> all, std::shared_ptr<const void>& keep) {
+  if (model.impl->takes_request_lists()) return execute_listed(model, all);
   const model_config& c = *model.config;
   const auto start = clock::now();
   // Sequence models (`oldest`): each member's sequence is resolved under the model's sequence
@@ -769,7 +854,7 @@ void execute_batch(model_version& model, std::span<batch_member> all, std::share
   // Inputs view these buffers (a short string's bytes live in the object): none may move.
   b->host_inputs.reserve(members.front().run->inputs().size());
   if (auto st = gather_inputs(model, members, rows, *b)) return fail_all(st, false);
-  execution e{c, b->inputs, rows, nullptr, {}, row_sequences, row_ids, {}, b->input_places, {}, nullptr, {}};
+  execution e{c, b->inputs, rows, nullptr, {}, row_sequences, row_ids, {}, b->input_places, {}, nullptr, {}, nullptr, nullptr, {}};
   const auto inputs_ready = clock::now();
   status executed_status = model.impl->execute(e);
   for (auto& [m, run] : members) run->end_sequence();
@@ -885,7 +970,8 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
     members.reserve(live.size());
     for (auto i : live) {
       infer_call& c = *batch[i];
-      members.push_back({&c.request, c.batch_size, &c.times, &c.response, &c.places, {}});
+      members.push_back({&c.request, c.batch_size, &c.times, &c.response, &c.places, c.hooks.sink,
+                         c.hooks.cancelled ? &c.hooks.cancelled : nullptr, {}});
     }
     std::shared_ptr<const void> keep;
     if (auto st = guarded([&] {

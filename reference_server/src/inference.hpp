@@ -58,13 +58,18 @@ struct batch_member {
   request_clock* times = nullptr;
   v2::infer_response* response = nullptr;
   const tensor_places* places = nullptr;  ///< may be null
+  /// Decoupled models' responses and the client's cancellation (may be null); backends that
+  /// take request lists use them, a concatenated batch cannot.
+  const response_sink* sink = nullptr;
+  const std::function<bool()>* cancelled = nullptr;
   status result;
 };
 
 /// Runs validated requests of `model` with equal batch keys as one backend execution over the
 /// batch dimension (their inputs concatenated, in device memory when the backend runs on a GPU),
 /// then splits the outputs by rows and builds each member's response and result as
-/// execute_request would. Sequence models (`oldest` strategy): each member is one sequence's
+/// execute_request would. A backend that takes request lists gets the members as one list
+/// instead, each with its own inputs and responder. Sequence models (`oldest` strategy): each member is one sequence's
 /// request, its rows get its control values and sequence state; a member whose sequence is
 /// refused fails alone. Statistics: each request as a request, the batch as one execution.
 /// `keep` receives what the responses' data views; it must outlive them.

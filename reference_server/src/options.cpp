@@ -78,7 +78,6 @@ bool any_value(std::string_view) { return true; }
 bool integer(std::string_view a) { return is_integer(a); }
 bool decimal(std::string_view a) { return is_number(a); }
 bool boolean(std::string_view a) { return a == "true" || a == "false" || a == "1" || a == "0"; }
-bool key_value(std::string_view a) { return group_key_value(a, ',', false); }
 bool group_and_key_value(std::string_view a) { return group_key_value(a, ',', true); }
 bool rate_limit(std::string_view a) { return a == "off" || a == "execution_count"; }
 bool device_and_integer(std::string_view a) {
@@ -110,9 +109,7 @@ struct inert_flag {
 
 const std::vector<inert_flag>& inert_flags() {
   static const std::vector<inert_flag> flags = {
-      {"backend-directory", "the backends are built in", false, any_value, ""},
       {"repoagent-directory", "repository agents are not supported", false, any_value, ""},
-      {"backend-config", "the built-in backends take no configuration", true, key_value, "<backend>,<setting>=<value>"},
       {"host-policy", "host policies are not supported", true, group_and_key_value, "<policy name>,<setting>=<value>"},
       {"cache-config", "there is no response cache", true, group_and_key_value, "<cache name>,<setting>=<value>"},
       {"cache-directory", "there is no response cache", false, any_value, ""},
@@ -252,6 +249,13 @@ int parse_options(int argc, char** argv, options& o) {
       ("grpc-max-concurrent-streams",
        number(&o.grpc_max_concurrent_streams, "grpc-max-concurrent-streams", 1u, static_cast<unsigned>(INT_MAX)),
        "calls one gRPC connection may have open at once; clients queue the others")
+      ("backend-directory", po::value(&o.backend_directory)->default_value(o.backend_directory),
+       "where backend libraries are: <dir>/<backend>/libtriton_<backend>.so")
+      ("backend-config", po::value<std::vector<std::string>>()->composing(),
+       "[<backend>,]<setting>=<value>: a setting handed to backend libraries (repeatable)")
+      ("allow-model-file-code", flag(&o.allow_model_file_code),
+       "let a model loaded with file: parameters bring code (a backend library, a .py file); "
+       "off by default: with it, anyone who may load models runs code in the server (docs/security.md)")
       ("stall-timeout-secs", number(&o.stall_timeout_secs, "stall-timeout-secs", 1u, 86400u),
        "seconds a client may make no progress (an idle HTTP connection, a reply or stream response "
        "it does not read) before the server closes it or cancels its stream");
@@ -308,6 +312,16 @@ int parse_options(int argc, char** argv, options& o) {
       if (auto st = into.add(a, name, kind)) return bad(st.message());
     return -1;
   };
+  if (vm.count("backend-config"))
+    for (const auto& a : vm["backend-config"].as<std::vector<std::string>>()) {
+      const auto eq = a.find('=');
+      const auto comma = a.find(',');
+      const bool named = comma != std::string::npos && comma < eq;
+      const std::size_t key_start = named ? comma + 1 : 0;
+      if (eq == std::string::npos || eq == key_start || (named && comma == 0))
+        return bad("--backend-config option format is '<backend>,<setting>=<value>'. Got " + a);
+      o.backend_config.push_back({named ? a.substr(0, comma) : "", {a.substr(key_start, eq - key_start), a.substr(eq + 1)}});
+    }
   if (vm.count("trace-config"))
     for (const auto& a : vm["trace-config"].as<std::vector<std::string>>()) {
       const auto eq = a.find('=');

@@ -82,6 +82,14 @@ struct options {
   /// connection, a reply it does not read, a gRPC stream whose responses wait for it.
   unsigned stall_timeout_secs = 120;
 
+  /// Triton backend libraries (docs/backends.md): where they are, their --backend-config
+  /// settings as (backend, setting, value) in order (backend "" for global settings), and
+  /// whether a model loaded from a request's `file:` parameters may bring code (a library, a
+  /// Python file) that a backend would run.
+  std::string backend_directory = "/opt/tritonserver/backends";
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> backend_config;
+  bool allow_model_file_code = false;
+
   /// --trace-config settings of Triton's mode, as (setting, value), in order.
   std::vector<std::pair<std::string, std::string>> trace_config;
 

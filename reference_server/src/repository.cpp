@@ -354,10 +354,11 @@ status model_repository::load_locked_unguarded(const std::string& name,
     status bs;
     if (!dep_error.empty()) bs = {errc::invalid_arg, dep_error};
     else if (config->proto.platform() == "ensemble") mv->impl = make_ensemble_backend(*this, *config, bs);
-    else mv->impl = make_backend(*config, bs);
+    else mv->impl = make_backend(*config, {dir, v, !files_dir.empty()}, bs);
     if (!bs && mv->impl)
       mv->instances.configure(instances, *config, mv->impl->on_gpu(), mv->stats, exec_,
-                              std::shared_ptr<instance_gate>(mv, &mv->instances), &mv->sequences);
+                              std::shared_ptr<instance_gate>(mv, &mv->instances), &mv->sequences,
+                              !mv->impl->takes_request_lists());
     version_record r;
     r.version = v;
     if (bs) {

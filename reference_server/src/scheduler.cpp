@@ -317,7 +317,7 @@ instance_gate::~instance_gate() = default;
 
 void instance_gate::configure(std::size_t instances, const model_config& c, bool on_gpu, version_stats& stats,
                               const execution_context& exec, std::weak_ptr<instance_gate> self,
-                              sequence_table* sequences) {
+                              sequence_table* sequences, bool may_run_inline) {
   queue_.configure(c);
   sequence_model_ = c.sequence.has_value();
   sequences_ = c.sequence ? sequences : nullptr;
@@ -326,7 +326,7 @@ void instance_gate::configure(std::size_t instances, const model_config& c, bool
   exec_ = exec;
   stats_ = &stats;
   on_gpu_ = on_gpu;
-  inline_ok_ = inline_model(c);
+  inline_ok_ = may_run_inline && inline_model(c);
   // A sequence's requests run in order: one `oldest` batch at a time.
   instances_ = queue_.one_at_a_time() ? 1 : (instances ? instances : 1);
 }

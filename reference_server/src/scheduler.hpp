@@ -193,9 +193,10 @@ class instance_gate {
   /// Queued requests count in `stats` (pending). `self` owns the gate (the model version): a
   /// pending batch-delay timer holds it weakly. `sequences`: a sequence model's live sequences,
   /// which each scheduled request holds (sequence_table::hold) until the runner releases it.
+  /// `may_run_inline`: false for backends whose executions must not run on a network thread.
   void configure(std::size_t instances, const model_config& config, bool on_gpu, version_stats& stats,
                  const execution_context& exec, std::weak_ptr<instance_gate> self,
-                 sequence_table* sequences = nullptr);
+                 sequence_table* sequences = nullptr, bool may_run_inline = true);
   /// Schedules an admitted call whose hooks and completion are in it: runs it now, on the
   /// calling thread, when it is small and takes no decoupled responses (runs_inline);
   /// otherwise queues it with its ticket (its `priority` and `timeout` parameters), batch key

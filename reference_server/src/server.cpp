@@ -2,6 +2,7 @@
 #include "server.hpp"
 #include "inference.hpp"
 #include "gpu.hpp"
+#include "triton_backend.hpp"
 
 #include <inferwire/version.hpp>
 #include <inferwire/v2/json.hpp>
@@ -56,6 +57,7 @@ server_state::server_state(options o)
   log.error = opts.log_error;
   log.verbose = opts.log_verbose;
   log.format = opts.log_format == "ISO8601" ? log_format::iso8601 : log_format::standard;
+  enable_backend_libraries({opts.backend_directory, opts.backend_config, opts.allow_model_file_code}, log);
   v2::server_metadata md{opts.server_id, INFERWIRE_VERSION_STRING, server_extensions()};
   metadata_json = boost::json::serialize(boost::json::value_from(md));
 }

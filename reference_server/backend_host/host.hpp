@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host side of Triton's backend API, shared by libtritonserver.so (which exports the C
+// functions of <inferwire/triton/backend_api.h>) and inferwire-server (which loads backend
+// libraries and hands them requests). The opaque handles of the C API are the structures below;
+// both sides are built together, so they share these C++ definitions.
+//
+// Lifetimes. A backend library stays loaded while a model uses it. A model (one version) owns
+// its instances. A request's state is shared by the request handle, its response factories and
+// its responses, so a backend that answers or releases late (after the server stopped waiting)
+// touches live memory; what it sends then is dropped.
+#pragma once
+
+#include <inferwire/triton/backend_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// The C++ pieces of libtritonserver.so the server uses besides the C API.
+#define IW_HOST_API __attribute__((__visibility__("default")))
+
+// --- plain values ------------------------------------------------------------------------------
+
+struct TRITONSERVER_Error {
+  TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_UNKNOWN;
+  std::string message;
+};
+
+struct TRITONSERVER_Message {
+  std::string json;
+};
+
+struct TRITONSERVER_Parameter {
+  std::string name;
+  TRITONSERVER_ParameterType type = TRITONSERVER_PARAMETER_STRING;
+  std::string text;  ///< STRING (NUL-terminated through c_str()) and BYTES
+  std::int64_t integer = 0;
+  bool boolean = false;
+  double number = 0;
+  /// What TRITONBACKEND_RequestParameter hands out as the value pointer.
+  IW_HOST_API const void* value() const noexcept;
+};
+
+struct TRITONSERVER_BufferAttributes {
+  std::size_t byte_size = 0;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  std::int64_t memory_type_id = 0;
+  void* cuda_ipc_handle = nullptr;
+};
+
+struct TRITONSERVER_ResponseAllocator {
+  TRITONSERVER_ResponseAllocatorAllocFn_t alloc = nullptr;
+  TRITONSERVER_ResponseAllocatorReleaseFn_t release = nullptr;
+  TRITONSERVER_ResponseAllocatorStartFn_t start = nullptr;
+  TRITONSERVER_ResponseAllocatorBufferAttributesFn_t attributes = nullptr;
+  TRITONSERVER_ResponseAllocatorQueryFn_t query = nullptr;
+};
+
+/// The server handle a model hands out (TRITONBACKEND_ModelServer). In-process inference
+/// through it is not available yet; see docs/backends.md.
+struct TRITONSERVER_Server {};
+
+struct TRITONBACKEND_MemoryManager {};
+
+// --- backend, model, instance ----------------------------------------------------------------
+
+namespace inferwire::triton_host {
+
+/// The functions a backend library defines, looked up once when it loads.
+struct backend_entry_points {
+  using backend_fn = TRITONSERVER_Error* (*)(TRITONBACKEND_Backend*);
+  using model_fn = TRITONSERVER_Error* (*)(TRITONBACKEND_Model*);
+  using instance_fn = TRITONSERVER_Error* (*)(TRITONBACKEND_ModelInstance*);
+  using execute_fn = TRITONSERVER_Error* (*)(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, const uint32_t);
+  using attribute_fn = TRITONSERVER_Error* (*)(TRITONBACKEND_Backend*, TRITONBACKEND_BackendAttribute*);
+  backend_fn initialize = nullptr, finalize = nullptr;
+  model_fn model_initialize = nullptr, model_finalize = nullptr;
+  instance_fn instance_initialize = nullptr, instance_finalize = nullptr;
+  execute_fn execute = nullptr;
+  attribute_fn attributes = nullptr;
+};
+
+/// Where a log line of a backend goes (TRITONSERVER_LogMessage), and which levels are on.
+struct log_sink {
+  std::function<void(TRITONSERVER_LogLevel, std::string_view file, int line, std::string_view message)> write;
+  std::function<bool(TRITONSERVER_LogLevel)> enabled;
+};
+/// Sets the process's log sink; without one, backend log lines go to stderr.
+IW_HOST_API void set_log_sink(log_sink sink);
+
+/// Times a backend reported for one request (TRITONBACKEND_ModelInstanceReportStatistics).
+struct reported_times {
+  bool set = false;
+  bool success = false;
+  std::uint64_t exec_start_ns = 0, compute_start_ns = 0, compute_end_ns = 0, exec_end_ns = 0;
+};
+
+}  // namespace inferwire::triton_host
+
+struct TRITONBACKEND_BackendAttribute {
+  struct group {
+    TRITONSERVER_InstanceGroupKind kind;
+    std::uint64_t count;
+    std::vector<std::uint64_t> devices;
+  };
+  std::vector<group> preferred_groups;
+  bool parallel_instance_loading = false;
+};
+
+struct TRITONBACKEND_Backend {
+  std::string name;
+  std::string directory;    ///< the folder of the library (TRITONBACKEND_BackendArtifacts)
+  std::string config_json;  ///< {"cmdline": {...}}
+  TRITONBACKEND_ExecutionPolicy policy = TRITONBACKEND_EXECUTION_BLOCKING;
+  void* state = nullptr;
+  inferwire::triton_host::backend_entry_points fn;
+  TRITONBACKEND_BackendAttribute attributes;
+};
+
+struct TRITONBACKEND_Model {
+  std::string name;
+  std::uint64_t version = 0;
+  std::string repository;   ///< the model's folder
+  std::string config_json;  ///< the configuration as Triton hands it to backends
+  TRITONBACKEND_Backend* backend = nullptr;
+  void* state = nullptr;
+  TRITONSERVER_Server server;
+  /// Batch statistics a backend reports: executions and their sizes.
+  std::function<void(std::uint64_t batch_size, std::uint64_t exec_start_ns, std::uint64_t compute_start_ns,
+                     std::uint64_t compute_end_ns, std::uint64_t exec_end_ns)>
+      on_batch_statistics;
+};
+
+struct TRITONBACKEND_ModelInstance {
+  std::string name;
+  TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+  std::int32_t device_id = 0;
+  bool passive = false;
+  std::vector<std::string> profiles;
+  std::string host_policy_json;  ///< {"<policy name>": {}}
+  TRITONBACKEND_Model* model = nullptr;
+  void* state = nullptr;
+};
+
+// --- requests and responses --------------------------------------------------------------------
+
+struct TRITONBACKEND_Input {
+  TRITONSERVER_BufferAttributes attributes;  ///< TRITONBACKEND_InputBufferAttributes
+  std::string name;
+  TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+  std::vector<std::int64_t> shape;
+  const void* data = nullptr;
+  std::uint64_t byte_size = 0;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  std::int64_t memory_type_id = 0;
+};
+
+namespace inferwire::triton_host {
+
+/// One output of a response as the backend filled it. `storage` holds a host buffer the host
+/// allocated (its data never moves); a buffer in a destination region leaves it empty.
+struct output_buffer {
+  std::string name;
+  TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+  std::vector<std::int64_t> shape;
+  std::string storage;
+  void* data = nullptr;
+  std::uint64_t byte_size = 0;
+  bool allocated = false;
+  TRITONSERVER_BufferAttributes attributes;  ///< TRITONBACKEND_OutputBufferAttributes
+};
+
+/// A response the backend sent: its outputs (or error) and parameters.
+struct sent_response {
+  std::vector<output_buffer> outputs;
+  std::vector<TRITONSERVER_Parameter> parameters;
+  bool has_error = false;
+  TRITONSERVER_Error error;
+  bool final = false;
+};
+
+/// A host memory destination for an output (a registered shared-memory region).
+struct output_destination {
+  std::string name;
+  void* data = nullptr;
+  std::size_t byte_size = 0;
+};
+
+struct request_state;
+
+}  // namespace inferwire::triton_host
+
+struct TRITONBACKEND_Request {
+  inferwire::triton_host::request_state* state = nullptr;
+};
+
+namespace inferwire::triton_host {
+
+/// A request as a backend sees it, shared by the server (while it waits), the backend (from
+/// execute until release), response factories and unsent responses.
+struct request_state {
+  TRITONBACKEND_Request handle{this};
+  /// The backend's share, from execute until TRITONBACKEND_RequestRelease.
+  std::shared_ptr<request_state> held_by_backend;
+
+  // What the server fills before the backend runs; read-only afterwards.
+  std::string id;
+  std::uint64_t correlation_id = 0;
+  std::string correlation_id_string;
+  bool string_correlation_id = false;
+  std::uint32_t flags = 0;
+  std::uint64_t timeout_us = 0;
+  bool decoupled = false;
+  std::vector<TRITONSERVER_Parameter> parameters;
+  std::vector<TRITONBACKEND_Input> inputs;
+  std::vector<std::string> requested_outputs;  ///< every model output when the client named none
+  std::vector<output_destination> destinations;
+
+  /// Delivers a response while the server listens (called under `mu`); returns an error text
+  /// to hand back to the backend, or empty.
+  std::function<std::string(sent_response&&)> deliver;
+  /// Whether the client gave up (called under `mu`, while the server listens).
+  std::function<bool()> cancelled;
+
+  // Progress, under `mu`.
+  std::mutex mu;
+  std::condition_variable changed;
+  bool released = false;
+  bool answered = false;  ///< the final response (decoupled) or the response was sent
+  unsigned pending = 0;   ///< live factories and unsent responses: more may still come
+  bool listening = true;  ///< false once the server stopped waiting for this request
+  inferwire::triton_host::reported_times times;
+
+  /// True once nothing more can come: answered, or released with nothing left pending.
+  bool complete() const noexcept { return answered || (released && pending == 0); }
+  /// Stops listening: later responses are dropped, cancellation reads true.
+  IW_HOST_API void close();
+};
+
+}  // namespace inferwire::triton_host
+
+struct TRITONBACKEND_ResponseFactory {
+  std::shared_ptr<inferwire::triton_host::request_state> state;
+};
+
+struct TRITONBACKEND_Output {
+  inferwire::triton_host::output_buffer* buffer = nullptr;  ///< within its response
+  inferwire::triton_host::request_state* state = nullptr;   ///< its response's request
+};
+
+struct TRITONBACKEND_Response {
+  std::shared_ptr<inferwire::triton_host::request_state> state;
+  /// Outputs by index; a deque-like list whose elements never move (handles point into it).
+  std::vector<std::unique_ptr<inferwire::triton_host::output_buffer>> outputs;
+  std::vector<std::unique_ptr<TRITONBACKEND_Output>> handles;
+  std::vector<TRITONSERVER_Parameter> parameters;
+};
+
+namespace inferwire::triton_host {
+
+/// Makes an error the way the API does (null for no error is the caller's business).
+IW_HOST_API TRITONSERVER_Error* make_error(TRITONSERVER_Error_Code code, std::string message);
+
+/// Triton's name of a data type ("FP32", "BYTES"), or "<invalid>".
+IW_HOST_API const char* datatype_name(TRITONSERVER_DataType t) noexcept;
+
+}  // namespace inferwire::triton_host
