@@ -7,7 +7,6 @@
 //    inference (BLS) is not routed into the server yet;
 //  - TRITONSERVER_ServerOptions*, TRITONSERVER_Server*, TRITONSERVER_Metrics*: embedding a server
 //    in another program; inferwire-server is the program;
-//  - TRITONSERVER_Metric*, MetricFamily*, MetricArgs*: custom metrics of backends;
 //  - TRITONBACKEND_State*: implicit sequence state;
 //  - TRITONBACKEND_ModelInstanceResponseStatistics*: per-response statistics of decoupled models.
 #include "host.hpp"
@@ -130,20 +129,6 @@ IW_REFUSE(TRITONSERVER_ServerUnloadModel, (TRITONSERVER_Server*, const char*))
 IW_REFUSE(TRITONSERVER_ServerUnloadModelAndDependents, (TRITONSERVER_Server*, const char*))
 IW_REFUSE(TRITONSERVER_ServerMetrics, (TRITONSERVER_Server*, TRITONSERVER_Metrics**))
 IW_REFUSE(TRITONSERVER_ServerInferAsync, (TRITONSERVER_Server*, TRITONSERVER_InferenceRequest*, TRITONSERVER_InferenceTrace*))
-IW_REFUSE(TRITONSERVER_MetricFamilyNew, (TRITONSERVER_MetricFamily**, const TRITONSERVER_MetricKind, const char*, const char*))
-IW_REFUSE(TRITONSERVER_MetricFamilyDelete, (TRITONSERVER_MetricFamily*))
-IW_REFUSE(TRITONSERVER_GetMetricFamilyKind, (TRITONSERVER_MetricFamily*, TRITONSERVER_MetricKind*))
-IW_REFUSE(TRITONSERVER_MetricArgsNew, (TRITONSERVER_MetricArgs**))
-IW_REFUSE(TRITONSERVER_MetricArgsSetHistogram, (TRITONSERVER_MetricArgs*, const double*, const uint64_t))
-IW_REFUSE(TRITONSERVER_MetricArgsDelete, (TRITONSERVER_MetricArgs*))
-IW_REFUSE(TRITONSERVER_MetricNew, (TRITONSERVER_Metric**, TRITONSERVER_MetricFamily*, const TRITONSERVER_Parameter**, const uint64_t))
-IW_REFUSE(TRITONSERVER_MetricNewWithArgs, (TRITONSERVER_Metric**, TRITONSERVER_MetricFamily*, const TRITONSERVER_Parameter**, const uint64_t, const TRITONSERVER_MetricArgs*))
-IW_REFUSE(TRITONSERVER_MetricDelete, (TRITONSERVER_Metric*))
-IW_REFUSE(TRITONSERVER_MetricValue, (TRITONSERVER_Metric*, double*))
-IW_REFUSE(TRITONSERVER_MetricIncrement, (TRITONSERVER_Metric*, double))
-IW_REFUSE(TRITONSERVER_MetricSet, (TRITONSERVER_Metric*, double))
-IW_REFUSE(TRITONSERVER_MetricObserve, (TRITONSERVER_Metric*, double))
-IW_REFUSE(TRITONSERVER_GetMetricKind, (TRITONSERVER_Metric*, TRITONSERVER_MetricKind*))
 IW_REFUSE(TRITONBACKEND_StateNew, (TRITONBACKEND_State**, TRITONBACKEND_Request*, const char*, const TRITONSERVER_DataType, const int64_t*, const uint32_t))
 IW_REFUSE(TRITONBACKEND_StateUpdate, (TRITONBACKEND_State*))
 IW_REFUSE(TRITONBACKEND_StateBuffer, (TRITONBACKEND_State*, void**, const uint64_t, TRITONSERVER_MemoryType*, int64_t*))

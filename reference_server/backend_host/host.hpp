@@ -94,6 +94,10 @@ struct log_sink {
 /// Sets the process's log sink; without one, backend log lines go to stderr.
 IW_HOST_API void set_log_sink(log_sink sink);
 
+/// The custom metrics backends created (TRITONSERVER_MetricFamilyNew ...), in Prometheus'
+/// text format, for the server's /metrics.
+IW_HOST_API std::string custom_metrics_text();
+
 /// Times a backend reported for one request (TRITONBACKEND_ModelInstanceReportStatistics).
 struct reported_times {
   bool set = false;

@@ -3,6 +3,7 @@
 #include "inference.hpp"
 #include "gpu.hpp"
 #include "triton_backend.hpp"
+#include "host.hpp"
 
 #include <inferwire/version.hpp>
 #include <inferwire/v2/json.hpp>
@@ -287,6 +288,8 @@ std::string server_state::metrics_text() const {
   out.append("# HELP inferwire_gpu_host_copies Copies between host and GPU memory made to stage tensors\n"
              "# TYPE inferwire_gpu_host_copies counter\n"
              "inferwire_gpu_host_copies " + std::to_string(gpu_host_copies()) + "\n");
+  // Families backend libraries created (TRITONSERVER_MetricFamilyNew).
+  out.append(triton_host::custom_metrics_text());
   return out;
 }
 

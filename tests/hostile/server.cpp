@@ -43,6 +43,11 @@ struct hostile_repo {
     fs::copy(source / "reference_server/models/simple", dir / "simple", fs::copy_options::recursive);
     fs::copy(source / "tests/integration/models/identity_labeled", dir / "identity_labeled",
              fs::copy_options::recursive);
+    // A backend directory with a python backend (a test backend under that name): what a
+    // model.py that came in a load request would run on.
+    fs::create_directories(dir / "backends/python");
+    fs::copy_file(fs::path(INFERWIRE_TEST_BACKEND_DIR) / "iwtest/libtriton_iwtest.so",
+                  dir / "backends/python/libtriton_python.so");
     fs::create_directories(dir / "bad_utf8/1");
     std::ofstream(dir / "bad_utf8/config.pbtxt") << "name: \"bad_utf8\"\nbackend: \"m\xc0\xa7\"\n";
     // Two ensembles on disk that use each other.
@@ -112,7 +117,7 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
   server_process s({"--model-repository", repo.dir.string(), "--model-control-mode=explicit",
                     "--load-model", "simple", "--load-model", "identity_labeled",
                     "--allow-client-shm=true", "--http-max-inflight-bytes=8388608",
-                    "--strict-readiness=false"},
+                    "--strict-readiness=false", "--backend-directory", (repo.dir / "backends").string()},
                    false);
   const int port = s.http_port();
   const pid_t pid = s.pid();
@@ -249,6 +254,24 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
          fs::remove(repo.dir / "identity_labeled/passwd_link");
          CHECK(r.status == 400);
          CHECK(error_of(r).find("inside the model's folder") != std::string::npos);
+       }},
+      {"code in a load request's file: parameters is never run",
+       [&](server_process&) {
+         // A backend library in the model's folder, and a model.py for the python backend: both
+         // would run the client's code in the server.
+         for (const auto& [backend, file] : {std::pair{"iwtest", "file:1/libtriton_iwtest.so"},
+                                             std::pair{"python", "file:1/model.py"}}) {
+           const std::string config = json::serialize(json::object{
+               {"backend", backend},
+               {"max_batch_size", 0},
+               {"input", json::array{json::object{{"name", "INPUT0"}, {"data_type", "TYPE_INT32"}, {"dims", {1}}}}},
+               {"output", json::array{json::object{{"name", "OUTPUT0"}, {"data_type", "TYPE_INT32"}, {"dims", {1}}}}}});
+           auto r = request(port, "POST", "/v2/repository/models/carried_code/load",
+                            json::serialize(json::object{{"parameters", json::object{{"config", config}, {file, "eA=="}}}}));
+           CHECK(r.status == 400);
+           CHECK(error_of(r).find("--allow-model-file-code=true") != std::string::npos);
+           CHECK(request(port, "GET", "/v2/models/carried_code/ready").status != 200);
+         }
        }},
       {"a config.pbtxt that is not UTF-8 fails that model only",
        [&](server_process&) {
