@@ -234,7 +234,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* requ
   IW_REQUIRE(request && is_cancelled);
   request_state& s = *request->state;
   std::lock_guard lock(s.mu);
-  *is_cancelled = !s.listening || (s.cancelled && s.cancelled());
+  *is_cancelled = !s.listening || (s.cancelled && *s.cancelled && (*s.cancelled)());
   return nullptr;
 }
 
@@ -334,14 +334,14 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* req
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request, uint32_t* count) {
   IW_REQUIRE(request && count);
-  *count = static_cast<uint32_t>(request->state->requested_outputs.size());
+  *count = static_cast<uint32_t>(request->state->outputs().size());
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* request, const uint32_t index,
                                                     const char** output_name) {
   IW_REQUIRE(request && output_name);
-  const auto& out = request->state->requested_outputs;
+  const auto& out = request->state->outputs();
   if (index >= out.size())
     return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
                                                           ": request has " + std::to_string(out.size()) +

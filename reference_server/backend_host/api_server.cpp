@@ -58,6 +58,7 @@ void request_state::close() {
   listening = false;
   deliver = nullptr;
   cancelled = nullptr;
+  every_output = nullptr;
   changed.notify_all();
 }
 

@@ -223,14 +223,20 @@ struct request_state {
   bool decoupled = false;
   std::vector<TRITONSERVER_Parameter> parameters;
   std::vector<TRITONBACKEND_Input> inputs;
-  std::vector<std::string> requested_outputs;  ///< every model output when the client named none
+  std::vector<std::string> requested_outputs;  ///< as the client named them
+  /// The model's outputs, the requested ones when the client named none (owned by the server).
+  const std::vector<std::string>* every_output = nullptr;
+  /// The outputs the backend is asked for.
+  const std::vector<std::string>& outputs() const noexcept {
+    return requested_outputs.empty() && every_output ? *every_output : requested_outputs;
+  }
   std::vector<output_destination> destinations;
 
   /// Delivers a response while the server listens (called under `mu`); returns an error text
   /// to hand back to the backend, or empty.
   std::function<std::string(sent_response&&)> deliver;
-  /// Whether the client gave up (called under `mu`, while the server listens).
-  std::function<bool()> cancelled;
+  /// Whether the client gave up (may be null; called under `mu`, while the server listens).
+  const std::function<bool()>* cancelled = nullptr;
 
   // Progress, under `mu`.
   std::mutex mu;

@@ -100,9 +100,13 @@ class backend {
   /// others get device inputs copied to host memory first.
   virtual bool on_gpu() const noexcept { return false; }
 
+  /// Whether a small request may run now on the thread that received it (a network thread)
+  /// rather than on the execution pool. The built-in backends always may; a backend library
+  /// may once its recent executions were short.
+  virtual bool runs_quickly() const noexcept { return true; }
+
   /// True for backends that take a batch as a list of requests (Triton's backend API) rather
-  /// than one execution over concatenated inputs. They get execute_list() for batches, and
-  /// never run on the thread that received a request.
+  /// than one execution over concatenated inputs. They get execute_list() for batches.
   virtual bool takes_request_lists() const noexcept { return false; }
   /// Runs the requests of one batch, each with its own execution (inputs, sequence controls,
   /// responder); results[i] is requests[i]'s verdict, and its outputs go in its `outputs`.

@@ -358,7 +358,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     if (!bs && mv->impl)
       mv->instances.configure(instances, *config, mv->impl->on_gpu(), mv->stats, exec_,
                               std::shared_ptr<instance_gate>(mv, &mv->instances), &mv->sequences,
-                              !mv->impl->takes_request_lists());
+                              mv->impl.get());
     version_record r;
     r.version = v;
     if (bs) {

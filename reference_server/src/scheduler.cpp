@@ -317,7 +317,7 @@ instance_gate::~instance_gate() = default;
 
 void instance_gate::configure(std::size_t instances, const model_config& c, bool on_gpu, version_stats& stats,
                               const execution_context& exec, std::weak_ptr<instance_gate> self,
-                              sequence_table* sequences, bool may_run_inline) {
+                              sequence_table* sequences, const backend* impl) {
   queue_.configure(c);
   sequence_model_ = c.sequence.has_value();
   sequences_ = c.sequence ? sequences : nullptr;
@@ -326,7 +326,8 @@ void instance_gate::configure(std::size_t instances, const model_config& c, bool
   exec_ = exec;
   stats_ = &stats;
   on_gpu_ = on_gpu;
-  inline_ok_ = may_run_inline && inline_model(c);
+  inline_ok_ = inline_model(c);
+  impl_ = impl;
   // A sequence's requests run in order: one `oldest` batch at a time.
   instances_ = queue_.one_at_a_time() ? 1 : (instances ? instances : 1);
 }
@@ -339,7 +340,8 @@ bool instance_gate::schedule(const call_ptr& call) {
   // A live sequence is not idle while this request of it waits or runs; the runner releases it.
   if (sequence_model_) call->held_sequence = sequence_group(call->request);
   if (sequences_ && !call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);
-  if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places)) {
+  if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places) &&
+      (!impl_ || impl_->runs_quickly())) {
     exec_.runner->run_one(*call);
     return true;
   }

@@ -193,10 +193,11 @@ class instance_gate {
   /// Queued requests count in `stats` (pending). `self` owns the gate (the model version): a
   /// pending batch-delay timer holds it weakly. `sequences`: a sequence model's live sequences,
   /// which each scheduled request holds (sequence_table::hold) until the runner releases it.
-  /// `may_run_inline`: false for backends whose executions must not run on a network thread.
+  /// `impl` (may be null: always) says, per call, whether its executions are quick enough to
+  /// run on the thread that received a request (backend::runs_quickly); it outlives the gate.
   void configure(std::size_t instances, const model_config& config, bool on_gpu, version_stats& stats,
                  const execution_context& exec, std::weak_ptr<instance_gate> self,
-                 sequence_table* sequences = nullptr, bool may_run_inline = true);
+                 sequence_table* sequences = nullptr, const backend* impl = nullptr);
   /// Schedules an admitted call whose hooks and completion are in it: runs it now, on the
   /// calling thread, when it is small and takes no decoupled responses (runs_inline);
   /// otherwise queues it with its ticket (its `priority` and `timeout` parameters), batch key
@@ -232,6 +233,7 @@ class instance_gate {
   const model_config* config_ = nullptr;
   bool on_gpu_ = false;
   bool inline_ok_ = false;  ///< the model neither batches nor delays: small calls may run inline
+  const backend* impl_ = nullptr;  ///< asked whether its executions are quick (may be null)
   version_stats* stats_ = nullptr;
   bool sequence_model_ = false;     ///< requests name their sequence (sequence_group)
   sequence_table* sequences_ = nullptr;

@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -279,6 +280,14 @@ class library_model final : public backend {
 
   bool takes_request_lists() const noexcept override { return true; }
 
+  // Short executions of a model that is not decoupled may run on the receiving thread: a
+  // hand-off to the pool and back costs more than they do. Unknown (the first few) or long
+  // ones (a backend answering later from its own threads, a Python stub) go to the pool.
+  bool runs_quickly() const noexcept override {
+    return !decoupled_ && measured_.load(std::memory_order_relaxed) >= 8 &&
+           typical_ns_.load(std::memory_order_relaxed) < quick_execution_ns;
+  }
+
   status execute(execution& e) override {
     execution* one[] = {&e};
     status result;
@@ -307,6 +316,16 @@ class library_model final : public backend {
   std::shared_ptr<th::request_state> state_of(execution& e, std::optional<th::sent_response>& answer,
                                               status& decoupled_error);
 
+  static constexpr std::uint64_t quick_execution_ns = 50'000;
+  void measured(std::uint64_t ns) noexcept {
+    // A moving average of the last executions (new ones weigh 1/8).
+    const auto old = typical_ns_.load(std::memory_order_relaxed);
+    typical_ns_.store(measured_.load(std::memory_order_relaxed) ? old - old / 8 + ns / 8 : ns, std::memory_order_relaxed);
+    measured_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::atomic<std::uint64_t> typical_ns_{0};
+  std::atomic<std::uint64_t> measured_{0};
   std::shared_ptr<loaded_library> lib_;
   TRITONBACKEND_Model model_;
   bool model_ready_ = false;
@@ -352,7 +371,7 @@ std::shared_ptr<th::request_state> library_model::state_of(execution& e, std::op
     }
     for (const auto& o : r->outputs) s->requested_outputs.push_back(o.name);
   }
-  if (s->requested_outputs.empty()) s->requested_outputs = output_names_;
+  s->every_output = &output_names_;
   s->inputs.reserve(e.inputs.size());
   for (const auto& in : e.inputs) {
     auto& t = s->inputs.emplace_back();
@@ -384,7 +403,7 @@ std::shared_ptr<th::request_state> library_model::state_of(execution& e, std::op
       return {};
     };
   }
-  if (e.cancelled && *e.cancelled) s->cancelled = *e.cancelled;
+  s->cancelled = e.cancelled;
   s->held_by_backend = s;
   return s;
 }
@@ -402,6 +421,7 @@ void library_model::execute_list(std::span<execution* const> list, std::span<sta
     handles.push_back(&states.back()->handle);
   }
   TRITONBACKEND_ModelInstance* instance = acquire();
+  const auto started = std::chrono::steady_clock::now();
   const status returned = take(lib_->backend.fn.execute(instance, handles.data(), static_cast<std::uint32_t>(n)));
   if (returned) {
     // Triton's contract: a backend that fails the execution keeps none of the requests; each
@@ -463,6 +483,8 @@ void library_model::execute_list(std::span<execution* const> list, std::span<sta
       }
     }
   }
+  measured(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count()));
   give_back(instance);
 }
 
