@@ -5,6 +5,7 @@
 #include "src/server.hpp"
 #if INFERWIRE_SERVER_GRPC
 #include "src/grpc.hpp"
+#include "src/inprocess.hpp"
 #endif
 
 #include <inferwire/core/allocator.hpp>
@@ -56,6 +57,11 @@ int main(int argc, char** argv) {
   inferwire::keep_large_blocks();
 
   server_state s(std::move(opts));
+  // Backend libraries may run inferences on other models (BLS) while the server is up.
+  enable_inprocess_inference(s);
+  struct inprocess_off {
+    ~inprocess_off() { disable_inprocess_inference(); }
+  } inprocess_guard;
   if (!s.opts.log_file.empty() && !s.log.set_file(s.opts.log_file)) {
     std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
     return 1;

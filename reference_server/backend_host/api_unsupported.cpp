@@ -3,10 +3,9 @@
 // Each answers TRITONSERVER_ERROR_UNSUPPORTED naming itself, so that every backend library links
 // and loads, and one that calls such a function gets a clear error instead of a missing symbol.
 // docs/backends.md has the table, with why for each group:
-//  - TRITONSERVER_InferenceRequest*/InferenceResponse*, TRITONSERVER_ServerInferAsync: in-process
-//    inference (BLS) is not routed into the server yet;
-//  - TRITONSERVER_ServerOptions*, TRITONSERVER_Server*, TRITONSERVER_Metrics*: embedding a server
-//    in another program; inferwire-server is the program;
+//  - TRITONSERVER_ServerOptions*, TRITONSERVER_ServerNew/Delete/Stop/SetExitTimeout, repository
+//    registration and polling, TRITONSERVER_ServerMetrics, TRITONSERVER_Metrics*: embedding a
+//    server in another program; inferwire-server is the program;
 //  - TRITONBACKEND_State*: implicit sequence state;
 //  - TRITONBACKEND_ModelInstanceResponseStatistics*: per-response statistics of decoupled models.
 #include "host.hpp"
@@ -21,50 +20,6 @@ extern "C" {
 // clang-format off
 IW_REFUSE(TRITONSERVER_MetricsDelete, (TRITONSERVER_Metrics*))
 IW_REFUSE(TRITONSERVER_MetricsFormatted, (TRITONSERVER_Metrics*, TRITONSERVER_MetricFormat, const char**, size_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestNew, (TRITONSERVER_InferenceRequest**, TRITONSERVER_Server*, const char*, const int64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestDelete, (TRITONSERVER_InferenceRequest*))
-IW_REFUSE(TRITONSERVER_InferenceRequestId, (TRITONSERVER_InferenceRequest*, const char**))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetId, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestFlags, (TRITONSERVER_InferenceRequest*, uint32_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetFlags, (TRITONSERVER_InferenceRequest*, uint32_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestCorrelationId, (TRITONSERVER_InferenceRequest*, uint64_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestCorrelationIdString, (TRITONSERVER_InferenceRequest*, const char**))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetCorrelationId, (TRITONSERVER_InferenceRequest*, uint64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetCorrelationIdString, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestCancel, (TRITONSERVER_InferenceRequest*))
-IW_REFUSE(TRITONSERVER_InferenceRequestIsCancelled, (TRITONSERVER_InferenceRequest*, bool*))
-IW_REFUSE(TRITONSERVER_InferenceRequestPriority, (TRITONSERVER_InferenceRequest*, uint32_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestPriorityUInt64, (TRITONSERVER_InferenceRequest*, uint64_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetPriority, (TRITONSERVER_InferenceRequest*, uint32_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetPriorityUInt64, (TRITONSERVER_InferenceRequest*, uint64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestTimeoutMicroseconds, (TRITONSERVER_InferenceRequest*, uint64_t*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetTimeoutMicroseconds, (TRITONSERVER_InferenceRequest*, uint64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestAddInput, (TRITONSERVER_InferenceRequest*, const char*, const TRITONSERVER_DataType, const int64_t*, uint64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestAddRawInput, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestRemoveInput, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestRemoveAllInputs, (TRITONSERVER_InferenceRequest*))
-IW_REFUSE(TRITONSERVER_InferenceRequestAppendInputData, (TRITONSERVER_InferenceRequest*, const char*, const void*, size_t, TRITONSERVER_MemoryType, int64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy, (TRITONSERVER_InferenceRequest*, const char*, const void*, size_t, TRITONSERVER_MemoryType, int64_t, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes, (TRITONSERVER_InferenceRequest*, const char*, const void*, TRITONSERVER_BufferAttributes*))
-IW_REFUSE(TRITONSERVER_InferenceRequestRemoveAllInputData, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestAddRequestedOutput, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestRemoveRequestedOutput, (TRITONSERVER_InferenceRequest*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestRemoveAllRequestedOutputs, (TRITONSERVER_InferenceRequest*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetReleaseCallback, (TRITONSERVER_InferenceRequest*, TRITONSERVER_InferenceRequestReleaseFn_t, void*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetResponseCallback, (TRITONSERVER_InferenceRequest*, TRITONSERVER_ResponseAllocator*, void*, TRITONSERVER_InferenceResponseCompleteFn_t, void*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetStringParameter, (TRITONSERVER_InferenceRequest*, const char*, const char*))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetIntParameter, (TRITONSERVER_InferenceRequest*, const char*, const int64_t))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetBoolParameter, (TRITONSERVER_InferenceRequest*, const char*, const bool))
-IW_REFUSE(TRITONSERVER_InferenceRequestSetDoubleParameter, (TRITONSERVER_InferenceRequest*, const char*, const double))
-IW_REFUSE(TRITONSERVER_InferenceResponseDelete, (TRITONSERVER_InferenceResponse*))
-IW_REFUSE(TRITONSERVER_InferenceResponseError, (TRITONSERVER_InferenceResponse*))
-IW_REFUSE(TRITONSERVER_InferenceResponseModel, (TRITONSERVER_InferenceResponse*, const char**, int64_t*))
-IW_REFUSE(TRITONSERVER_InferenceResponseId, (TRITONSERVER_InferenceResponse*, const char**))
-IW_REFUSE(TRITONSERVER_InferenceResponseParameterCount, (TRITONSERVER_InferenceResponse*, uint32_t*))
-IW_REFUSE(TRITONSERVER_InferenceResponseParameter, (TRITONSERVER_InferenceResponse*, const uint32_t, const char**, TRITONSERVER_ParameterType*, const void**))
-IW_REFUSE(TRITONSERVER_InferenceResponseOutputCount, (TRITONSERVER_InferenceResponse*, uint32_t*))
-IW_REFUSE(TRITONSERVER_InferenceResponseOutput, (TRITONSERVER_InferenceResponse*, const uint32_t, const char**, TRITONSERVER_DataType*, const int64_t**, uint64_t*, const void**, size_t*, TRITONSERVER_MemoryType*, int64_t*, void**))
-IW_REFUSE(TRITONSERVER_InferenceResponseOutputClassificationLabel, (TRITONSERVER_InferenceResponse*, const uint32_t, const size_t, const char**))
 IW_REFUSE(TRITONSERVER_ServerOptionsNew, (TRITONSERVER_ServerOptions**))
 IW_REFUSE(TRITONSERVER_ServerOptionsDelete, (TRITONSERVER_ServerOptions*))
 IW_REFUSE(TRITONSERVER_ServerOptionsSetServerId, (TRITONSERVER_ServerOptions*, const char*))
@@ -113,22 +68,7 @@ IW_REFUSE(TRITONSERVER_ServerSetExitTimeout, (TRITONSERVER_Server*, unsigned int
 IW_REFUSE(TRITONSERVER_ServerRegisterModelRepository, (TRITONSERVER_Server*, const char*, const TRITONSERVER_Parameter**, const uint32_t))
 IW_REFUSE(TRITONSERVER_ServerUnregisterModelRepository, (TRITONSERVER_Server*, const char*))
 IW_REFUSE(TRITONSERVER_ServerPollModelRepository, (TRITONSERVER_Server*))
-IW_REFUSE(TRITONSERVER_ServerIsLive, (TRITONSERVER_Server*, bool*))
-IW_REFUSE(TRITONSERVER_ServerIsReady, (TRITONSERVER_Server*, bool*))
-IW_REFUSE(TRITONSERVER_ServerModelIsReady, (TRITONSERVER_Server*, const char*, const int64_t, bool*))
-IW_REFUSE(TRITONSERVER_ServerModelBatchProperties, (TRITONSERVER_Server*, const char*, const int64_t, uint32_t*, void**))
-IW_REFUSE(TRITONSERVER_ServerModelTransactionProperties, (TRITONSERVER_Server*, const char*, const int64_t, uint32_t*, void**))
-IW_REFUSE(TRITONSERVER_ServerMetadata, (TRITONSERVER_Server*, TRITONSERVER_Message**))
-IW_REFUSE(TRITONSERVER_ServerModelMetadata, (TRITONSERVER_Server*, const char*, const int64_t, TRITONSERVER_Message**))
-IW_REFUSE(TRITONSERVER_ServerModelStatistics, (TRITONSERVER_Server*, const char*, const int64_t, TRITONSERVER_Message**))
-IW_REFUSE(TRITONSERVER_ServerModelConfig, (TRITONSERVER_Server*, const char*, const int64_t, const uint32_t, TRITONSERVER_Message**))
-IW_REFUSE(TRITONSERVER_ServerModelIndex, (TRITONSERVER_Server*, uint32_t, TRITONSERVER_Message**))
-IW_REFUSE(TRITONSERVER_ServerLoadModel, (TRITONSERVER_Server*, const char*))
-IW_REFUSE(TRITONSERVER_ServerLoadModelWithParameters, (TRITONSERVER_Server*, const char*, const TRITONSERVER_Parameter**, const uint64_t))
-IW_REFUSE(TRITONSERVER_ServerUnloadModel, (TRITONSERVER_Server*, const char*))
-IW_REFUSE(TRITONSERVER_ServerUnloadModelAndDependents, (TRITONSERVER_Server*, const char*))
 IW_REFUSE(TRITONSERVER_ServerMetrics, (TRITONSERVER_Server*, TRITONSERVER_Metrics**))
-IW_REFUSE(TRITONSERVER_ServerInferAsync, (TRITONSERVER_Server*, TRITONSERVER_InferenceRequest*, TRITONSERVER_InferenceTrace*))
 IW_REFUSE(TRITONBACKEND_StateNew, (TRITONBACKEND_State**, TRITONBACKEND_Request*, const char*, const TRITONSERVER_DataType, const int64_t*, const uint32_t))
 IW_REFUSE(TRITONBACKEND_StateUpdate, (TRITONBACKEND_State*))
 IW_REFUSE(TRITONBACKEND_StateBuffer, (TRITONBACKEND_State*, void**, const uint64_t, TRITONSERVER_MemoryType*, int64_t*))

@@ -62,9 +62,69 @@ struct TRITONSERVER_ResponseAllocator {
   TRITONSERVER_ResponseAllocatorQueryFn_t query = nullptr;
 };
 
-/// The server handle a model hands out (TRITONBACKEND_ModelServer). In-process inference
-/// through it is not available yet; see docs/backends.md.
+/// The server handle a model hands out (TRITONBACKEND_ModelServer): what a backend names to
+/// run an inference on another model in the process (TRITONSERVER_ServerInferAsync).
 struct TRITONSERVER_Server {};
+
+/// An in-process inference request a backend builds (BLS: a model that calls another).
+struct TRITONSERVER_InferenceRequest {
+  struct chunk {
+    const void* base = nullptr;
+    std::size_t size = 0;
+    TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+    std::int64_t memory_type_id = 0;
+  };
+  struct input {
+    std::string name;
+    TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+    std::vector<std::int64_t> shape;
+    std::vector<chunk> chunks;  ///< the data, in order, as the backend appended it
+  };
+  std::string model;
+  std::int64_t version = -1;  ///< -1: the server's choice
+  std::string id;
+  std::uint32_t flags = 0;
+  std::uint64_t correlation_id = 0;
+  std::string correlation_id_string;
+  bool string_correlation_id = false;
+  std::uint64_t priority = 0;
+  std::uint64_t timeout_us = 0;
+  std::vector<input> inputs;
+  std::vector<std::string> outputs;
+  std::vector<TRITONSERVER_Parameter> parameters;
+  TRITONSERVER_InferenceRequestReleaseFn_t release_fn = nullptr;
+  void* release_userp = nullptr;
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  void* allocator_userp = nullptr;
+  TRITONSERVER_InferenceResponseCompleteFn_t response_fn = nullptr;
+  void* response_userp = nullptr;
+  std::atomic<bool> cancelled{false};
+};
+
+/// A response to an in-process request. Output buffers came from the request's allocator (or,
+/// without one, `storage`); deleting the response gives them back to it.
+struct TRITONSERVER_InferenceResponse {
+  struct output {
+    std::string name;
+    TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
+    std::vector<std::int64_t> shape;
+    void* base = nullptr;
+    std::size_t size = 0;
+    TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+    std::int64_t memory_type_id = 0;
+    void* buffer_userp = nullptr;
+    std::string storage;  ///< the bytes, when no allocator gave a buffer
+  };
+  bool has_error = false;
+  TRITONSERVER_Error error;
+  std::string model;
+  std::int64_t version = 0;
+  std::string id;
+  std::vector<output> outputs;
+  std::vector<TRITONSERVER_Parameter> parameters;
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;  ///< releases the buffers (may be null)
+  IW_HOST_API ~TRITONSERVER_InferenceResponse();
+};
 
 struct TRITONBACKEND_MemoryManager {};
 
@@ -93,6 +153,30 @@ struct log_sink {
 };
 /// Sets the process's log sink; without one, backend log lines go to stderr.
 IW_HOST_API void set_log_sink(log_sink sink);
+
+/// What the TRITONSERVER_Server* functions a backend calls do, set by the server while it runs
+/// (a function left empty, and every one before and after: UNAVAILABLE). `version` -1 or 0:
+/// the server's choice. JSON is what the server's HTTP endpoint of the same name answers.
+struct server_calls {
+  /// TRITONSERVER_ServerInferAsync: runs the request as any other inference and answers through
+  /// its callbacks; an error means it did not start (the caller keeps the request).
+  std::function<TRITONSERVER_Error*(TRITONSERVER_InferenceRequest*)> infer;
+  std::function<TRITONSERVER_Error*(bool& live, bool& ready)> health;
+  std::function<TRITONSERVER_Error*(const std::string& model, std::int64_t version, bool& ready)> model_ready;
+  std::function<TRITONSERVER_Error*(const std::string& model, std::int64_t version, bool& decoupled, bool& batching)>
+      model_properties;
+  std::function<TRITONSERVER_Error*(std::string& json)> server_metadata;
+  std::function<TRITONSERVER_Error*(const std::string& model, std::int64_t version, std::string& json)> model_metadata;
+  std::function<TRITONSERVER_Error*(const std::string& model, std::int64_t version, std::string& json)> model_config;
+  std::function<TRITONSERVER_Error*(const std::string& model, std::int64_t version, std::string& json)> model_statistics;
+  std::function<TRITONSERVER_Error*(bool ready_only, std::string& json)> model_index;
+  /// Loads `model`, with a configuration override and `file:` contents (key without "file:").
+  std::function<TRITONSERVER_Error*(const std::string& model, const std::string* config,
+                                    const std::vector<std::pair<std::string, std::string>>& files)>
+      load;
+  std::function<TRITONSERVER_Error*(const std::string& model, bool dependents)> unload;
+};
+IW_HOST_API void set_server_calls(server_calls calls);
 
 /// The custom metrics backends created (TRITONSERVER_MetricFamilyNew ...), in Prometheus'
 /// text format, for the server's /metrics.

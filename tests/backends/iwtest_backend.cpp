@@ -14,6 +14,9 @@
 //   wait_cancel   decoupled: waits (up to 20 s) until the request is cancelled, then answers
 //                 "iwtest: cancelled" and the final flag
 //   hang          keeps every request, never answers (shutdown must still finish)
+//   bls           runs its INPUT0 through model iw_identity in the server (in-process
+//                 inference with a response allocator) and answers with that model's OUTPUT0;
+//                 a request parameter "target" names another model to call instead
 // Built three more ways: IWTEST_NEEDS_MINOR (a backend that needs a newer API and refuses to
 // initialize), IWTEST_NO_EXECUTE (no TRITONBACKEND_ModelInstanceExecute) and
 // IWTEST_UNDEFINED (a library that names a function no library defines).
@@ -21,6 +24,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <future>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -239,6 +245,107 @@ void wait_for_cancel(TRITONBACKEND_ResponseFactory* factory, model_state* m) {
   TRITONBACKEND_ResponseFactoryDelete(factory);
 }
 
+// --- mode bls: an in-process inference on another model -------------------------------------
+
+TRITONSERVER_Error* host_alloc(TRITONSERVER_ResponseAllocator*, const char*, size_t byte_size, TRITONSERVER_MemoryType,
+                               int64_t, void*, void** buffer, void** buffer_userp, TRITONSERVER_MemoryType* actual_type,
+                               int64_t* actual_id) {
+  *buffer = std::malloc(byte_size ? byte_size : 1);
+  *buffer_userp = nullptr;
+  *actual_type = TRITONSERVER_MEMORY_CPU;
+  *actual_id = 0;
+  return *buffer ? nullptr : fail(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory");
+}
+
+TRITONSERVER_Error* host_release(TRITONSERVER_ResponseAllocator*, void* buffer, void*, size_t, TRITONSERVER_MemoryType,
+                                 int64_t) {
+  std::free(buffer);
+  return nullptr;
+}
+
+struct bls_wait {
+  std::promise<TRITONSERVER_InferenceResponse*> response;
+  std::promise<void> released;
+};
+
+void on_bls_release(TRITONSERVER_InferenceRequest*, const uint32_t, void* userp) {
+  static_cast<bls_wait*>(userp)->released.set_value();
+}
+
+void on_bls_response(TRITONSERVER_InferenceResponse* response, const uint32_t, void* userp) {
+  static_cast<bls_wait*>(userp)->response.set_value(response);
+}
+
+// Calls `target` with the request's INPUT0 and answers the request with the target's OUTPUT0.
+TRITONSERVER_Error* answer_through(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request,
+                                   const std::string& target) {
+  TRITONBACKEND_Model* model = nullptr;
+  TRITONSERVER_Server* server = nullptr;
+  CHECKED(TRITONBACKEND_ModelInstanceModel(instance, &model));
+  CHECKED(TRITONBACKEND_ModelServer(model, &server));
+  bool ready = false;
+  CHECKED(TRITONSERVER_ServerModelIsReady(server, target.c_str(), -1, &ready));
+  if (!ready) return fail(TRITONSERVER_ERROR_UNAVAILABLE, "iwtest: model '" + target + "' is not ready");
+  TRITONBACKEND_Input* in = nullptr;
+  CHECKED(TRITONBACKEND_RequestInput(request, "INPUT0", &in));
+  TRITONSERVER_DataType type;
+  const int64_t* shape = nullptr;
+  uint32_t dims = 0;
+  CHECKED(TRITONBACKEND_InputProperties(in, nullptr, &type, &shape, &dims, nullptr, nullptr));
+  const void* data = nullptr;
+  uint64_t size = 0;
+  TRITONSERVER_MemoryType mt;
+  int64_t mt_id;
+  CHECKED(TRITONBACKEND_InputBuffer(in, 0, &data, &size, &mt, &mt_id));
+
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  CHECKED(TRITONSERVER_ResponseAllocatorNew(&allocator, host_alloc, host_release, nullptr));
+  TRITONSERVER_InferenceRequest* call = nullptr;
+  CHECKED(TRITONSERVER_InferenceRequestNew(&call, server, target.c_str(), -1));
+  bls_wait wait;
+  auto response = wait.response.get_future();
+  auto released = wait.released.get_future();
+  CHECKED(TRITONSERVER_InferenceRequestSetId(call, "bls"));
+  CHECKED(TRITONSERVER_InferenceRequestAddInput(call, "INPUT0", type, shape, dims));
+  CHECKED(TRITONSERVER_InferenceRequestAppendInputData(call, "INPUT0", data, size, mt, mt_id));
+  CHECKED(TRITONSERVER_InferenceRequestAddRequestedOutput(call, "OUTPUT0"));
+  CHECKED(TRITONSERVER_InferenceRequestSetReleaseCallback(call, on_bls_release, &wait));
+  CHECKED(TRITONSERVER_InferenceRequestSetResponseCallback(call, allocator, nullptr, on_bls_response, &wait));
+  if (TRITONSERVER_Error* e = TRITONSERVER_ServerInferAsync(server, call, nullptr)) {
+    TRITONSERVER_InferenceRequestDelete(call);
+    TRITONSERVER_ResponseAllocatorDelete(allocator);
+    return e;
+  }
+  TRITONSERVER_InferenceResponse* answer = response.get();
+  released.wait();
+  TRITONSERVER_InferenceRequestDelete(call);
+  TRITONSERVER_Error* result = TRITONSERVER_InferenceResponseError(answer);
+  TRITONBACKEND_Response* mine = nullptr;
+  if (!result) result = TRITONBACKEND_ResponseNew(&mine, request);
+  uint32_t outputs = 0;
+  if (!result) result = TRITONSERVER_InferenceResponseOutputCount(answer, &outputs);
+  for (uint32_t i = 0; !result && i < outputs; ++i) {
+    const char* name = nullptr;
+    TRITONSERVER_DataType otype;
+    const int64_t* oshape = nullptr;
+    uint64_t odims = 0;
+    const void* base = nullptr;
+    size_t bytes = 0;
+    TRITONSERVER_MemoryType omt;
+    int64_t omt_id;
+    void* userp = nullptr;
+    result = TRITONSERVER_InferenceResponseOutput(answer, i, &name, &otype, &oshape, &odims, &base, &bytes, &omt, &omt_id, &userp);
+    if (!result)
+      result = add_output(mine, name, otype, std::vector<int64_t>(oshape, oshape + odims), base, bytes);
+  }
+  TRITONSERVER_InferenceResponseDelete(answer);  // gives the output buffers back to host_release
+  TRITONSERVER_ResponseAllocatorDelete(allocator);
+  if (!mine) return result;  // not answered: the caller answers with the error
+  log_error(TRITONBACKEND_ResponseSend(mine, TRITONSERVER_RESPONSE_COMPLETE_FINAL, result), "send");
+  if (result) TRITONSERVER_ErrorDelete(result);
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -339,6 +446,26 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
       std::lock_guard lock(m->mu);
       if (mode == "repeat") m->threads.emplace_back(repeat_responses, factory, std::move(values));
       else m->threads.emplace_back(wait_for_cancel, factory, m);
+    } else if (mode == "bls") {
+      std::string target = "iw_identity";
+      uint32_t n = 0;
+      TRITONBACKEND_RequestParameterCount(request, &n);
+      for (uint32_t k = 0; k < n; ++k) {
+        const char* key = nullptr;
+        TRITONSERVER_ParameterType type;
+        const void* value = nullptr;
+        if (!TRITONBACKEND_RequestParameter(request, k, &key, &type, &value) && std::strcmp(key, "target") == 0 &&
+            type == TRITONSERVER_PARAMETER_STRING)
+          target = static_cast<const char*>(value);
+      }
+      if (TRITONSERVER_Error* e = answer_through(instance, request, target)) {
+        // Not answered yet (the call failed before the response was sent): answer with the error.
+        TRITONBACKEND_Response* r = nullptr;
+        if (!TRITONBACKEND_ResponseNew(&r, request))
+          log_error(TRITONBACKEND_ResponseSend(r, TRITONSERVER_RESPONSE_COMPLETE_FINAL, e), "send");
+        TRITONSERVER_ErrorDelete(e);
+      }
+      release(request);
     } else if (mode == "hang") {
       std::lock_guard lock(m->mu);
       m->kept.push_back(request);

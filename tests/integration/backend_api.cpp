@@ -34,7 +34,7 @@ std::vector<std::string> server_flags(std::vector<std::string> extra) {
                                 "--backend-directory", INFERWIRE_TEST_BACKEND_DIR,
                                 "--backend-config=iwtest,answer=42", "--model-repository", models()};
   for (const char* m : {"iw_identity", "iw_bytes", "iw_batch", "iw_late", "iw_error", "iw_fail", "iw_twice",
-                        "iw_silent", "iw_repeat", "iw_wait_cancel"})
+                        "iw_silent", "iw_repeat", "iw_wait_cancel", "iw_bls"})
     f.insert(f.end(), {"--load-model", m});
   f.insert(f.end(), extra.begin(), extra.end());
   return f;
@@ -183,6 +183,14 @@ TEST_CASE("backend API: test backends over HTTP and gRPC from one table", "[back
       {"a second response is refused, the first one stands", {"iw_twice"}, {{}, {}, {{"OUTPUT0", {"1", "2", "3"}}}}},
       {"released without a response", {"iw_silent"},
        {errc::internal, "the backend released the request without sending a response", {}}},
+      {"a backend that runs another model in the server (BLS)", {"iw_bls", "INT32", {"5", "6"}},
+       {{}, {}, {{"OUTPUT0", {"5", "6"}}}}},
+      {"BLS to a model that answers from its own thread", {"iw_bls", "INT32", {"8"}, {"OUTPUT0"}, {{"target", "iw_late"}}},
+       {{}, {}, {{"OUTPUT0", {"8"}}}}},
+      {"BLS to a model that is not there", {"iw_bls", "INT32", {"1"}, {"OUTPUT0"}, {{"target", "nowhere"}}},
+       {errc::unavailable, "iwtest: model 'nowhere' is not ready", {}}},
+      {"BLS to a model that answers an error", {"iw_bls", "INT32", {"1"}, {"OUTPUT0"}, {{"target", "iw_error"}}},
+       {errc::invalid_arg, "iwtest: the model failed", {}}},
   };
   for (const auto& r : rows) {
     for (const bool grpc : {false, true}) {
