@@ -10,20 +10,13 @@
 #include <limits>
 
 using inferwire::triton_host::make_error;
+using inferwire::triton_host::null_argument;
+using inferwire::triton_host::out_of_bounds;
 using inferwire::triton_host::output_buffer;
 using inferwire::triton_host::request_state;
 using inferwire::triton_host::sent_response;
 
 namespace {
-
-TRITONSERVER_Error* null_argument(const char* what) {
-  return make_error(TRITONSERVER_ERROR_INVALID_ARG, std::string(what) + " must not be null");
-}
-
-#define IW_REQUIRE(p)                   \
-  do {                                  \
-    if (!(p)) return null_argument(#p); \
-  } while (false)
 
 // The size of a tensor's data when its type has a fixed size; nullopt for BYTES.
 bool element_bytes(TRITONSERVER_DataType t, const std::vector<int64_t>& shape, uint64_t& out) {
@@ -285,8 +278,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameter(TRITONBACKEND_Request* reques
   IW_REQUIRE(request && key && type && vvalue);
   const auto& ps = request->state->parameters;
   if (index >= ps.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": request has " + std::to_string(ps.size()) + " parameters");
+    return out_of_bounds(index, "request", ps.size(), "parameters");
   *key = ps[index].name.c_str();
   *type = ps[index].type;
   *vvalue = ps[index].value();
@@ -304,8 +296,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputName(TRITONBACKEND_Request* reques
   IW_REQUIRE(request && input_name);
   const auto& in = request->state->inputs;
   if (index >= in.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": request has " + std::to_string(in.size()) + " inputs");
+    return out_of_bounds(index, "request", in.size(), "inputs");
   *input_name = in[index].name.c_str();
   return nullptr;
 }
@@ -326,8 +317,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* req
   IW_REQUIRE(request && input);
   auto& in = request->state->inputs;
   if (index >= in.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": request has " + std::to_string(in.size()) + " inputs");
+    return out_of_bounds(index, "request", in.size(), "inputs");
   *input = &in[index];
   return nullptr;
 }
@@ -343,9 +333,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* reque
   IW_REQUIRE(request && output_name);
   const auto& out = request->state->outputs();
   if (index >= out.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": request has " + std::to_string(out.size()) +
-                                                          " requested outputs");
+    return out_of_bounds(index, "request", out.size(), "requested outputs");
   *output_name = out[index].c_str();
   return nullptr;
 }
@@ -451,40 +439,28 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* respons
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response* response, const char* name,
                                                              const char* value) {
   IW_REQUIRE(response && name && value);
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_STRING;
-  p.text = value;
-  set_parameter(response, name, std::move(p));
+  set_parameter(response, name, inferwire::triton_host::string_parameter(value));
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(TRITONBACKEND_Response* response, const char* name,
                                                           const int64_t value) {
   IW_REQUIRE(response && name);
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_INT;
-  p.integer = value;
-  set_parameter(response, name, std::move(p));
+  set_parameter(response, name, inferwire::triton_host::int_parameter(value));
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(TRITONBACKEND_Response* response, const char* name,
                                                            const bool value) {
   IW_REQUIRE(response && name);
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_BOOL;
-  p.boolean = value;
-  set_parameter(response, name, std::move(p));
+  set_parameter(response, name, inferwire::triton_host::bool_parameter(value));
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response* response, const char* name,
                                                              const double value) {
   IW_REQUIRE(response && name);
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_DOUBLE;
-  p.number = value;
-  set_parameter(response, name, std::move(p));
+  set_parameter(response, name, inferwire::triton_host::double_parameter(value));
   return nullptr;
 }
 
@@ -542,9 +518,7 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(TRITONBACKEND_Response
                                                           const int64_t** shape, uint64_t* dim_count) {
   IW_REQUIRE(response && name && datatype && shape && dim_count);
   if (index >= response->outputs.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": response has " + std::to_string(response->outputs.size()) +
-                                                          " outputs");
+    return out_of_bounds(index, "response", response->outputs.size(), "outputs");
   const auto& o = *response->outputs[index];
   *name = o.name.c_str();
   *datatype = o.datatype;

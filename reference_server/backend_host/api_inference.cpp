@@ -10,6 +10,8 @@
 #include <optional>
 
 using inferwire::triton_host::make_error;
+using inferwire::triton_host::null_argument;
+using inferwire::triton_host::out_of_bounds;
 
 namespace {
 
@@ -29,15 +31,6 @@ auto server_function(M inferwire::triton_host::server_calls::*member) {
 TRITONSERVER_Error* not_now() {
   return make_error(TRITONSERVER_ERROR_UNAVAILABLE, "the server does not take this call now");
 }
-
-TRITONSERVER_Error* null_argument(const char* what) {
-  return make_error(TRITONSERVER_ERROR_INVALID_ARG, std::string(what) + " must not be null");
-}
-
-#define IW_REQUIRE(p)                   \
-  do {                                  \
-    if (!(p)) return null_argument(#p); \
-  } while (false)
 
 TRITONSERVER_InferenceRequest::input* find_input(TRITONSERVER_InferenceRequest* r, const char* name) {
   for (auto& in : r->inputs)
@@ -134,14 +127,10 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetId(TRITONSERVER_InferenceReq
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestFlags(TRITONSERVER_InferenceRequest* r, uint32_t* flags) {
-  IW_REQUIRE(r && flags);
-  *flags = r->flags;
-  return nullptr;
+  return inferwire::triton_host::read_field(r, &TRITONSERVER_InferenceRequest::flags, flags);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetFlags(TRITONSERVER_InferenceRequest* r, uint32_t flags) {
-  IW_REQUIRE(r);
-  r->flags = flags;
-  return nullptr;
+  return inferwire::triton_host::write_field(r, &TRITONSERVER_InferenceRequest::flags, flags);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestCorrelationId(TRITONSERVER_InferenceRequest* r, uint64_t* id) {
   IW_REQUIRE(r && id);
@@ -170,14 +159,10 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationIdString(TRITONSE
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestCancel(TRITONSERVER_InferenceRequest* r) {
-  IW_REQUIRE(r);
-  r->cancelled = true;
-  return nullptr;
+  return inferwire::triton_host::write_field(r, &TRITONSERVER_InferenceRequest::cancelled, true);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestIsCancelled(TRITONSERVER_InferenceRequest* r, bool* is_cancelled) {
-  IW_REQUIRE(r && is_cancelled);
-  *is_cancelled = r->cancelled;
-  return nullptr;
+  return inferwire::triton_host::read_field(r, &TRITONSERVER_InferenceRequest::cancelled, is_cancelled);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriority(TRITONSERVER_InferenceRequest* r, uint32_t* priority) {
   IW_REQUIRE(r && priority);
@@ -185,29 +170,19 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriority(TRITONSERVER_Inference
   return nullptr;
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriorityUInt64(TRITONSERVER_InferenceRequest* r, uint64_t* priority) {
-  IW_REQUIRE(r && priority);
-  *priority = r->priority;
-  return nullptr;
+  return inferwire::triton_host::read_field(r, &TRITONSERVER_InferenceRequest::priority, priority);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriority(TRITONSERVER_InferenceRequest* r, uint32_t priority) {
-  IW_REQUIRE(r);
-  r->priority = priority;
-  return nullptr;
+  return inferwire::triton_host::write_field(r, &TRITONSERVER_InferenceRequest::priority, priority);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriorityUInt64(TRITONSERVER_InferenceRequest* r, uint64_t priority) {
-  IW_REQUIRE(r);
-  r->priority = priority;
-  return nullptr;
+  return inferwire::triton_host::write_field(r, &TRITONSERVER_InferenceRequest::priority, priority);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestTimeoutMicroseconds(TRITONSERVER_InferenceRequest* r, uint64_t* timeout_us) {
-  IW_REQUIRE(r && timeout_us);
-  *timeout_us = r->timeout_us;
-  return nullptr;
+  return inferwire::triton_host::read_field(r, &TRITONSERVER_InferenceRequest::timeout_us, timeout_us);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(TRITONSERVER_InferenceRequest* r, uint64_t timeout_us) {
-  IW_REQUIRE(r);
-  r->timeout_us = timeout_us;
-  return nullptr;
+  return inferwire::triton_host::write_field(r, &TRITONSERVER_InferenceRequest::timeout_us, timeout_us);
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(TRITONSERVER_InferenceRequest* r, const char* name,
@@ -304,31 +279,19 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(TRITONSERVE
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(TRITONSERVER_InferenceRequest* r, const char* key,
                                                                     const char* value) {
   IW_REQUIRE(value);
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_STRING;
-  p.text = value;
-  return set_parameter(r, key, std::move(p));
+  return set_parameter(r, key, inferwire::triton_host::string_parameter(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(TRITONSERVER_InferenceRequest* r, const char* key,
                                                                  const int64_t value) {
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_INT;
-  p.integer = value;
-  return set_parameter(r, key, std::move(p));
+  return set_parameter(r, key, inferwire::triton_host::int_parameter(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(TRITONSERVER_InferenceRequest* r, const char* key,
                                                                   const bool value) {
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_BOOL;
-  p.boolean = value;
-  return set_parameter(r, key, std::move(p));
+  return set_parameter(r, key, inferwire::triton_host::bool_parameter(value));
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(TRITONSERVER_InferenceRequest* r, const char* key,
                                                                     const double value) {
-  TRITONSERVER_Parameter p;
-  p.type = TRITONSERVER_PARAMETER_DOUBLE;
-  p.number = value;
-  return set_parameter(r, key, std::move(p));
+  return set_parameter(r, key, inferwire::triton_host::double_parameter(value));
 }
 
 TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* r,
@@ -486,8 +449,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(TRITONSERVER_Inferen
                                                             const void** vvalue) {
   IW_REQUIRE(response && name && type && vvalue);
   if (index >= response->parameters.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) + ": response has " +
-                                                          std::to_string(response->parameters.size()) + " parameters");
+    return out_of_bounds(index, "response", response->parameters.size(), "parameters");
   const auto& p = response->parameters[index];
   *name = p.name.c_str();
   *type = p.type;
@@ -506,8 +468,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(TRITONSERVER_InferenceR
                                                          int64_t* memory_type_id, void** userp) {
   IW_REQUIRE(response && name && datatype && shape && dim_count && base && byte_size && memory_type && memory_type_id && userp);
   if (index >= response->outputs.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) + ": response has " +
-                                                          std::to_string(response->outputs.size()) + " outputs");
+    return out_of_bounds(index, "response", response->outputs.size(), "outputs");
   const auto& o = response->outputs[index];
   *name = o.name.c_str();
   *datatype = o.datatype;
@@ -525,7 +486,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputClassificationLabel(TRIT
                                                                             const char** label) {
   IW_REQUIRE(response && label);
   if (index >= response->outputs.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index));
+    return out_of_bounds(index, "response", response->outputs.size(), "outputs");
   *label = nullptr;  // in-process responses carry no labels
   return nullptr;
 }

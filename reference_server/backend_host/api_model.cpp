@@ -6,17 +6,10 @@
 #include <boost/json/parse.hpp>
 
 using inferwire::triton_host::make_error;
+using inferwire::triton_host::null_argument;
+using inferwire::triton_host::out_of_bounds;
 
 namespace {
-
-TRITONSERVER_Error* null_argument(const char* what) {
-  return make_error(TRITONSERVER_ERROR_INVALID_ARG, std::string(what) + " must not be null");
-}
-
-#define IW_REQUIRE(p)                   \
-  do {                                  \
-    if (!(p)) return null_argument(#p); \
-  } while (false)
 
 TRITONBACKEND_MemoryManager the_memory_manager;
 
@@ -48,9 +41,7 @@ TRITONSERVER_Error* TRITONBACKEND_BackendConfig(TRITONBACKEND_Backend* backend, 
 
 TRITONSERVER_Error* TRITONBACKEND_BackendExecutionPolicy(TRITONBACKEND_Backend* backend,
                                                          TRITONBACKEND_ExecutionPolicy* policy) {
-  IW_REQUIRE(backend && policy);
-  *policy = backend->policy;
-  return nullptr;
+  return inferwire::triton_host::read_field(backend, &TRITONBACKEND_Backend::policy, policy);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_BackendSetExecutionPolicy(TRITONBACKEND_Backend* backend,
@@ -76,15 +67,11 @@ TRITONSERVER_Error* TRITONBACKEND_BackendMemoryManager(TRITONBACKEND_Backend* ba
 }
 
 TRITONSERVER_Error* TRITONBACKEND_BackendState(TRITONBACKEND_Backend* backend, void** state) {
-  IW_REQUIRE(backend && state);
-  *state = backend->state;
-  return nullptr;
+  return inferwire::triton_host::read_field(backend, &TRITONBACKEND_Backend::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_BackendSetState(TRITONBACKEND_Backend* backend, void* state) {
-  IW_REQUIRE(backend);
-  backend->state = state;
-  return nullptr;
+  return inferwire::triton_host::write_field(backend, &TRITONBACKEND_Backend::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
@@ -97,9 +84,7 @@ TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
 
 TRITONSERVER_Error* TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(
     TRITONBACKEND_BackendAttribute* attributes, bool enabled) {
-  IW_REQUIRE(attributes);
-  attributes->parallel_instance_loading = enabled;
-  return nullptr;
+  return inferwire::triton_host::write_field(attributes, &TRITONBACKEND_BackendAttribute::parallel_instance_loading, enabled);
 }
 
 // --- model ------------------------------------------------------------------------------------
@@ -111,9 +96,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelName(TRITONBACKEND_Model* model, const ch
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelVersion(TRITONBACKEND_Model* model, uint64_t* version) {
-  IW_REQUIRE(model && version);
-  *version = model->version;
-  return nullptr;
+  return inferwire::triton_host::read_field(model, &TRITONBACKEND_Model::version, version);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelRepository(TRITONBACKEND_Model* model, TRITONBACKEND_ArtifactType* artifact_type,
@@ -159,21 +142,15 @@ TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model, TRITON
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelBackend(TRITONBACKEND_Model* model, TRITONBACKEND_Backend** backend) {
-  IW_REQUIRE(model && backend);
-  *backend = model->backend;
-  return nullptr;
+  return inferwire::triton_host::read_field(model, &TRITONBACKEND_Model::backend, backend);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelState(TRITONBACKEND_Model* model, void** state) {
-  IW_REQUIRE(model && state);
-  *state = model->state;
-  return nullptr;
+  return inferwire::triton_host::read_field(model, &TRITONBACKEND_Model::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelSetState(TRITONBACKEND_Model* model, void* state) {
-  IW_REQUIRE(model);
-  model->state = state;
-  return nullptr;
+  return inferwire::triton_host::write_field(model, &TRITONBACKEND_Model::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelReportMemoryUsage(TRITONBACKEND_Model* model, TRITONSERVER_BufferAttributes**,
@@ -192,15 +169,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelInstance*
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance* instance,
                                                     TRITONSERVER_InstanceGroupKind* kind) {
-  IW_REQUIRE(instance && kind);
-  *kind = instance->kind;
-  return nullptr;
+  return inferwire::triton_host::read_field(instance, &TRITONBACKEND_ModelInstance::kind, kind);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance* instance, int32_t* device_id) {
-  IW_REQUIRE(instance && device_id);
-  *device_id = instance->device_id;
-  return nullptr;
+  return inferwire::triton_host::read_field(instance, &TRITONBACKEND_ModelInstance::device_id, device_id);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceHostPolicy(TRITONBACKEND_ModelInstance* instance,
@@ -211,9 +184,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceHostPolicy(TRITONBACKEND_ModelIns
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(TRITONBACKEND_ModelInstance* instance, bool* is_passive) {
-  IW_REQUIRE(instance && is_passive);
-  *is_passive = instance->passive;
-  return nullptr;
+  return inferwire::triton_host::read_field(instance, &TRITONBACKEND_ModelInstance::passive, is_passive);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileCount(TRITONBACKEND_ModelInstance* instance, uint32_t* count) {
@@ -226,9 +197,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileName(TRITONBACKEND_ModelIn
                                                            const char** profile_name) {
   IW_REQUIRE(instance && profile_name);
   if (index >= instance->profiles.size())
-    return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) +
-                                                          ": instance has " + std::to_string(instance->profiles.size()) +
-                                                          " profiles");
+    return out_of_bounds(index, "instance", instance->profiles.size(), "profiles");
   *profile_name = instance->profiles[index].c_str();
   return nullptr;
 }
@@ -249,21 +218,15 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSecondaryDeviceProperties(TRITONB
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance* instance,
                                                      TRITONBACKEND_Model** model) {
-  IW_REQUIRE(instance && model);
-  *model = instance->model;
-  return nullptr;
+  return inferwire::triton_host::read_field(instance, &TRITONBACKEND_ModelInstance::model, model);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance* instance, void** state) {
-  IW_REQUIRE(instance && state);
-  *state = instance->state;
-  return nullptr;
+  return inferwire::triton_host::read_field(instance, &TRITONBACKEND_ModelInstance::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance* instance, void* state) {
-  IW_REQUIRE(instance);
-  instance->state = state;
-  return nullptr;
+  return inferwire::triton_host::write_field(instance, &TRITONBACKEND_ModelInstance::state, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportMemoryUsage(TRITONBACKEND_ModelInstance* instance,

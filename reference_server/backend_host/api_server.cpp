@@ -38,6 +38,40 @@ const char* datatype_name(TRITONSERVER_DataType t) noexcept {
   }
 }
 
+TRITONSERVER_Error* null_argument(const char* what) {
+  return make_error(TRITONSERVER_ERROR_INVALID_ARG, std::string(what) + " must not be null");
+}
+
+TRITONSERVER_Error* out_of_bounds(std::uint64_t index, const char* owner, std::size_t count, const char* things) {
+  return make_error(TRITONSERVER_ERROR_INVALID_ARG, "out of bounds index " + std::to_string(index) + ": " + owner +
+                                                        " has " + std::to_string(count) + " " + things);
+}
+
+TRITONSERVER_Parameter string_parameter(std::string value) {
+  TRITONSERVER_Parameter p;
+  p.type = TRITONSERVER_PARAMETER_STRING;
+  p.text = std::move(value);
+  return p;
+}
+TRITONSERVER_Parameter int_parameter(std::int64_t value) {
+  TRITONSERVER_Parameter p;
+  p.type = TRITONSERVER_PARAMETER_INT;
+  p.integer = value;
+  return p;
+}
+TRITONSERVER_Parameter bool_parameter(bool value) {
+  TRITONSERVER_Parameter p;
+  p.type = TRITONSERVER_PARAMETER_BOOL;
+  p.boolean = value;
+  return p;
+}
+TRITONSERVER_Parameter double_parameter(double value) {
+  TRITONSERVER_Parameter p;
+  p.type = TRITONSERVER_PARAMETER_DOUBLE;
+  p.number = value;
+  return p;
+}
+
 namespace {
 
 std::mutex log_mu;

@@ -361,7 +361,55 @@ namespace inferwire::triton_host {
 /// Makes an error the way the API does (null for no error is the caller's business).
 IW_HOST_API TRITONSERVER_Error* make_error(TRITONSERVER_Error_Code code, std::string message);
 
+/// INVALID_ARG "<what> must not be null".
+TRITONSERVER_Error* null_argument(const char* what);
+/// INVALID_ARG "out of bounds index <index>: <owner> has <count> <things>".
+TRITONSERVER_Error* out_of_bounds(std::uint64_t index, const char* owner, std::size_t count, const char* things);
+
+/// A typed parameter value (its name is set by whoever stores it).
+TRITONSERVER_Parameter string_parameter(std::string value);
+TRITONSERVER_Parameter int_parameter(std::int64_t value);
+TRITONSERVER_Parameter bool_parameter(bool value);
+TRITONSERVER_Parameter double_parameter(double value);
+
 /// Triton's name of a data type ("FP32", "BYTES"), or "<invalid>".
 IW_HOST_API const char* datatype_name(TRITONSERVER_DataType t) noexcept;
 
 }  // namespace inferwire::triton_host
+
+namespace inferwire::triton_host {
+
+/// The API's plain getters and setters: `*out = handle->*field`, `handle->*field = value`, with
+/// INVALID_ARG for a null argument.
+template <class H, class F, class T>
+TRITONSERVER_Error* read_field(H* handle, F H::*field, T* out) {
+  if (!handle || !out) return null_argument(!handle ? "handle" : "out");
+  *out = static_cast<T>(handle->*field);
+  return nullptr;
+}
+template <class H, class F, class T>
+TRITONSERVER_Error* read_field(H* handle, std::atomic<F> H::*field, T* out) {
+  if (!handle || !out) return null_argument(!handle ? "handle" : "out");
+  *out = static_cast<T>((handle->*field).load());
+  return nullptr;
+}
+template <class H, class F, class T>
+TRITONSERVER_Error* write_field(H* handle, F H::*field, T value) {
+  if (!handle) return null_argument("handle");
+  handle->*field = static_cast<F>(value);
+  return nullptr;
+}
+template <class H, class F, class T>
+TRITONSERVER_Error* write_field(H* handle, std::atomic<F> H::*field, T value) {
+  if (!handle) return null_argument("handle");
+  (handle->*field).store(static_cast<F>(value));
+  return nullptr;
+}
+
+}  // namespace inferwire::triton_host
+
+/// Returns INVALID_ARG from the calling API function when `p` is false (an argument is null).
+#define IW_REQUIRE(p)                                                  \
+  do {                                                                 \
+    if (!(p)) return ::inferwire::triton_host::null_argument(#p);      \
+  } while (false)
