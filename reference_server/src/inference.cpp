@@ -593,7 +593,7 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
   const auto start = times.compute_start = clock::now();
   d.queue_ns = ns_between(times.queued, start);
   auto fail = [&](status st, bool backend) {
-    model.stats.record_failure(ns_between(times.received, clock::now()), backend);
+    model.stats.record_failure(ns_between(times.received, clock::now()), reason_of(st, backend));
     return st;
   };
   request_run run(model, r, batch_size, places);
@@ -759,8 +759,8 @@ void execute_listed(model_version& model, std::span<batch_member> all) {
       if (!st) st = run->begin_sequence(false);
       if (!st) st = run->connect_responses(m.sink);
       if (st) {
+        model.stats.record_failure(ns_between(m.times->received, clock::now()), reason_of(st, false));
         m.result = st;
-        model.stats.record_failure(ns_between(m.times->received, clock::now()), false);
         continue;
       }
       runs.push_back(std::move(run));
@@ -787,7 +787,7 @@ void execute_listed(model_version& model, std::span<batch_member> all) {
     const auto done = m.times->compute_end = clock::now();
     output_ns_total += ns_between(out_start, done);
     if (m.result) {
-      model.stats.record_failure(ns_between(m.times->received, done), backend_failed);
+      model.stats.record_failure(ns_between(m.times->received, done), reason_of(m.result, backend_failed));
       continue;
     }
     rows += m.batch_size;
@@ -826,8 +826,8 @@ void execute_batch(model_version& model, std::span<batch_member> all, std::share
     m.times->compute_start = start;
     auto run = std::make_unique<request_run>(model, *m.request, m.batch_size, m.places);
     if (auto st = run->begin_sequence(false)) {
+      model.stats.record_failure(ns_between(m.times->received, clock::now()), reason_of(st, false));
       m.result = st;
-      model.stats.record_failure(ns_between(m.times->received, clock::now()), false);
       continue;
     }
     rows += m.batch_size;
@@ -838,7 +838,7 @@ void execute_batch(model_version& model, std::span<batch_member> all, std::share
     const auto now = clock::now();
     for (auto& [m, run] : members) {
       m->result = st;
-      model.stats.record_failure(ns_between(m->times->received, now), backend);
+      model.stats.record_failure(ns_between(m->times->received, now), reason_of(st, backend));
     }
   };
   // Each row's sequence and correlation ID.
@@ -894,7 +894,7 @@ void execute_batch(model_version& model, std::span<batch_member> all, std::share
     const auto done = m.times->compute_end = clock::now();
     output_ns_total += ns_between(out_start, done);
     if (m.result) {
-      model.stats.record_failure(ns_between(m.times->received, done), false);
+      model.stats.record_failure(ns_between(m.times->received, done), reason_of(m.result, false));
       continue;
     }
     version_stats::durations d;
@@ -951,7 +951,13 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
   live.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& hooks = batch[i]->hooks;
-    if (hooks.cancelled && hooks.cancelled()) results[i] = cancelled_status();
+    if (hooks.cancelled && hooks.cancelled()) {
+      // A client that gave up while its request waited (Triton: CANCELED).
+      results[i] = cancelled_status();
+      model->stats.record_failure(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      clock::now() - batch[i]->times.received).count()),
+                                  failure_reason::canceled);
+    }
     else live.push_back(i);
   }
   if (live.size() == 1) {
@@ -994,7 +1000,7 @@ void expire_call(call_ptr call) {
   release_sequence(*call);
   call->model->stats.record_failure(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         clock::now() - call->times.received).count()),
-                                    false);
+                                    failure_reason::rejected);
   call->finish({errc::unavailable, "Request timeout expired"});
 }
 

@@ -182,7 +182,7 @@ std::string server_state::metrics_text() const {
   struct row {
     std::string model, version, labels;
     v2::model_statistics s;
-    std::uint64_t rejected = 0, backend = 0;
+    std::array<std::uint64_t, failure_reasons> failures{};
     std::int64_t pending = 0;
     std::array<std::vector<double>, version_stats::duration_kinds> recent;
   };
@@ -193,8 +193,7 @@ std::string server_state::metrics_text() const {
     r.model = "model=\"" + v->name + "\"";
     r.version = "version=\"" + std::to_string(v->version) + "\"";
     r.labels = r.model + "," + r.version;
-    r.rejected = v->stats.failures_rejected();
-    r.backend = v->stats.failures_backend();
+    r.failures = v->stats.failures();
     r.pending = std::max<std::int64_t>(0, v->stats.pending());
     if (opts.summary_latencies) r.recent = v->stats.recent();
     rows.push_back(std::move(r));
@@ -217,10 +216,11 @@ std::string server_state::metrics_text() const {
          [](const row& r) { return r.s.inference_stats.success.count; });
   out.append("# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes\n"
              "# TYPE nv_inference_request_failure counter\n");
+  // Every reason of every model, in Triton's order.
   for (const auto& r : rows)
-    for (auto [reason, n] : {std::pair{"REJECTED", r.rejected}, std::pair{"BACKEND", r.backend}})
-      out.append("nv_inference_request_failure{" + r.model + ",reason=\"" + reason + "\"," +
-                 r.version + "} " + std::to_string(n) + "\n");
+    for (auto why : {failure_reason::other, failure_reason::canceled, failure_reason::backend, failure_reason::rejected})
+      out.append("nv_inference_request_failure{" + r.model + ",reason=\"" + failure_label(why) + "\"," + r.version +
+                 "} " + std::to_string(r.failures[static_cast<std::size_t>(why)]) + "\n");
   family("nv_inference_count", "counter",
          "Number of inferences performed (does not include cached requests)",
          [](const row& r) { return r.s.inference_count; });

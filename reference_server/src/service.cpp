@@ -202,8 +202,8 @@ status service::log_settings(const v2::log_settings* u, v2::log_settings& out) {
 
 // --- inference -------------------------------------------------------------------------------
 
-status service::failed(const infer_call& call, status st) const {
-  if (call.model) call.model->stats.record_failure(ns_since(call.times.received), false);
+status service::failed(const infer_call& call, status st, std::optional<failure_reason> why) const {
+  if (call.model) call.model->stats.record_failure(ns_since(call.times.received), why.value_or(reason_of(st, false)));
   return st;
 }
 
@@ -271,7 +271,7 @@ infer_start service::start_infer(const std::shared_ptr<infer_call>& call, std::s
     };
   c.done = std::move(done);
   if (c.hooks.cancelled && c.hooks.cancelled()) {
-    c.finish(cancelled_status());
+    c.finish(failed(c, cancelled_status()));
     return {};
   }
   bool scheduled = false;
@@ -281,7 +281,7 @@ infer_start service::start_infer(const std::shared_ptr<infer_call>& call, std::s
     if (c.done) c.finish(failed(c, exception_status()));
     return {};
   }
-  if (!scheduled) c.finish(failed(c, {errc::unavailable, "Exceeds maximum queue size"}));
+  if (!scheduled) c.finish(failed(c, {errc::unavailable, "Exceeds maximum queue size"}, failure_reason::rejected));
   return {};
 }
 

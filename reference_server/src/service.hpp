@@ -143,8 +143,9 @@ class service {
  private:
   /// "Server not ready" once shutdown began (the repository and readiness endpoints).
   status accepting() const;
-  /// Counts a failure of a call whose model was found and returns it.
-  status failed(const infer_call& call, status st) const;
+  /// Counts a failure of a call whose model was found and returns it; its reason is `why`, or
+  /// the one reason_of gives for a failure outside the backend.
+  status failed(const infer_call& call, status st, std::optional<failure_reason> why = std::nullopt) const;
   /// Holds the input tensors decoding made (JSON data, converted typed contents; not views of
   /// the received bytes) plus `beyond`.
   bool hold_decoded(infer_call& call, std::uint64_t beyond) const;

@@ -63,10 +63,10 @@ std::array<std::vector<double>, version_stats::duration_kinds> version_stats::re
   return out;
 }
 
-void version_stats::record_failure(std::uint64_t request_ns, bool backend) {
+void version_stats::record_failure(std::uint64_t request_ns, failure_reason why) {
   std::lock_guard lock(mu_);
   add(inference_.fail, request_ns);
-  (backend ? fail_backend_ : fail_rejected_) += 1;
+  failures_[static_cast<std::size_t>(why)] += 1;
   last_inference_ms_ = now_ms();
 }
 
@@ -83,13 +83,9 @@ v2::model_statistics version_stats::snapshot(const std::string& name, std::int64
   return s;
 }
 
-std::uint64_t version_stats::failures_rejected() const {
+std::array<std::uint64_t, failure_reasons> version_stats::failures() const {
   std::lock_guard lock(mu_);
-  return fail_rejected_;
-}
-std::uint64_t version_stats::failures_backend() const {
-  std::lock_guard lock(mu_);
-  return fail_backend_;
+  return failures_;
 }
 
 }  // namespace inferwire::server

@@ -3,6 +3,7 @@
 // the Prometheus metrics alike.
 #pragma once
 
+#include <inferwire/core/error.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <array>
@@ -20,6 +21,23 @@ using clock = std::chrono::steady_clock;
 
 /// Counters of one model version: the statistics extension and the Prometheus metrics read
 /// the same numbers.
+/// Why a request failed, as Triton labels nv_inference_request_failure: REJECTED (its queue was
+/// full or its queue timeout expired), CANCELED (its client gave up), BACKEND (the backend's
+/// execution failed), OTHER (everything else: an invalid request, a sequence refused, ...).
+enum class failure_reason : std::uint8_t { rejected, canceled, backend, other };
+inline constexpr std::size_t failure_reasons = 4;
+/// Triton's label of a reason.
+constexpr const char* failure_label(failure_reason r) noexcept {
+  constexpr const char* labels[] = {"REJECTED", "CANCELED", "BACKEND", "OTHER"};
+  return labels[static_cast<std::size_t>(r)];
+}
+/// The reason of a failure with status `st`: CANCELED for a cancelled request, else BACKEND when
+/// the backend's execution failed, else OTHER.
+inline failure_reason reason_of(const status& st, bool from_backend) noexcept {
+  if (st.code() == errc::cancelled) return failure_reason::canceled;
+  return from_backend ? failure_reason::backend : failure_reason::other;
+}
+
 class version_stats {
  public:
   struct durations {
@@ -36,12 +54,12 @@ class version_stats {
   void record_request(std::uint64_t batch_size, const durations& d);
   void record_execution(std::uint64_t batch_size, std::uint64_t input_ns, std::uint64_t infer_ns,
                         std::uint64_t output_ns);
-  /// `backend` separates execution failures from rejected requests (metrics label).
-  void record_failure(std::uint64_t request_ns, bool backend);
+  /// A failed request, with Triton's reason (nv_inference_request_failure's label).
+  void record_failure(std::uint64_t request_ns, failure_reason why);
 
   v2::model_statistics snapshot(const std::string& name, std::int64_t version) const;
-  std::uint64_t failures_rejected() const;
-  std::uint64_t failures_backend() const;
+  /// Failed requests by reason, indexed by failure_reason.
+  std::array<std::uint64_t, failure_reasons> failures() const;
 
   /// Requests handed to the execution pool and not yet running
   /// (nv_inference_pending_request_count).
@@ -64,8 +82,7 @@ class version_stats {
   std::uint64_t inference_count_ = 0;
   std::uint64_t execution_count_ = 0;
   std::uint64_t last_inference_ms_ = 0;
-  std::uint64_t fail_rejected_ = 0;
-  std::uint64_t fail_backend_ = 0;
+  std::array<std::uint64_t, failure_reasons> failures_{};
   std::map<std::uint64_t, v2::batch_statistics> batches_;
 
   void add_request(std::uint64_t batch_size, const durations& d);  // under mu_

@@ -66,7 +66,11 @@ TEST_CASE("Prometheus metrics move with inference", "[statistics][metrics]") {
   REQUIRE(m0.status == 200);
   CHECK(m0.header("content-type") == "text/plain; charset=utf-8");
   const std::string ok = R"(nv_inference_request_success{model="simple",version="1"})";
-  const std::string bad = R"(nv_inference_request_failure{model="simple",reason="REJECTED",version="1"})";
+  // An invalid request fails for a reason Triton labels OTHER; every reason is listed.
+  const std::string bad = R"(nv_inference_request_failure{model="simple",reason="OTHER",version="1"})";
+  for (const char* reason : {"REJECTED", "CANCELED", "BACKEND"})
+    CHECK(metric(m0.body, std::string(R"(nv_inference_request_failure{model="simple",reason=")") + reason +
+                              R"(",version="1"})") != ~std::uint64_t{0});
   auto s0 = metric(m0.body, ok), f0 = metric(m0.body, bad);
   REQUIRE(s0 != ~std::uint64_t{0});
   REQUIRE(f0 != ~std::uint64_t{0});

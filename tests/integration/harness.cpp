@@ -238,4 +238,12 @@ bool is_simple_metadata(const inferwire::v2::model_metadata& m) {
          io_ok(m.outputs, "OUTPUT");
 }
 
+std::uint64_t failure_metric(const server_process& s, const std::string& model, const std::string& reason) {
+  const std::string text = request(s.metrics_port(), "GET", "/metrics").body;
+  const std::string series =
+      "nv_inference_request_failure{model=\"" + model + "\",reason=\"" + reason + "\",version=\"1\"} ";
+  const auto at = text.find(series);
+  return at == std::string::npos ? ~std::uint64_t{0} : std::stoull(text.substr(at + series.size()));
+}
+
 }  // namespace iwtest

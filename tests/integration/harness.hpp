@@ -129,6 +129,10 @@ struct test_certificate {
 /// inputs and outputs), whichever protocol brought it.
 bool is_simple_metadata(const inferwire::v2::model_metadata& m);
 
+/// nv_inference_request_failure of version 1 of `model` with `reason` (REJECTED, CANCELED,
+/// BACKEND, OTHER) on the server's metrics port; ~0 when the series is missing.
+std::uint64_t failure_metric(const server_process& s, const std::string& model, const std::string& reason);
+
 /// The contents of a file.
 std::string file_text(const std::string& path);
 

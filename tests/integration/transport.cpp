@@ -358,6 +358,7 @@ TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[trans
   const int port = shared_server().http_port();
   const std::string body =
       R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}]})";
+  const auto rejected = failure_metric(shared_server(), "identity_queue", "REJECTED");
   connection a(port), b(port), c(port);
   a.send(request_text("POST", "/v2/models/identity_queue/infer", body));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -368,6 +369,7 @@ TEST_CASE("instance count and max_queue_size: a full queue answers 503", "[trans
   REQUIRE(rc);
   CHECK(rc->status == 503);
   CHECK(error_of(*rc) == "Exceeds maximum queue size");
+  CHECK(failure_metric(shared_server(), "identity_queue", "REJECTED") == rejected + 1);
   CHECK_FALSE(b.readable_now());  // still queued behind the first
   auto ra = a.read(), rb = b.read();
   REQUIRE(ra);
@@ -392,6 +394,7 @@ TEST_CASE("a request whose client hangs up while it is queued is not executed", 
                      s.at("inference_stats").at("success").at("count").to_number<std::uint64_t>()};
   };
   const auto [executions, successes] = stats();
+  const auto canceled = failure_metric(shared_server(), "identity_queue", "CANCELED");
   connection a(port);
   a.send(request_text("POST", "/v2/models/identity_queue/infer", body));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // A runs
@@ -406,6 +409,7 @@ TEST_CASE("a request whose client hangs up while it is queued is not executed", 
   // B's turn came as A finished; had it run, it would have finished within this wait.
   std::this_thread::sleep_for(std::chrono::milliseconds(1400));
   CHECK(stats() == std::pair{executions + 1, successes + 1});
+  CHECK(failure_metric(shared_server(), "identity_queue", "CANCELED") == canceled + 1);  // Triton's reason
   // The queue and the instance serve the next request as usual.
   connection c(port);
   c.send(request_text("POST", "/v2/models/identity_queue/infer", body));
@@ -423,6 +427,7 @@ TEST_CASE("schedule policy: priorities and request timeouts in the queue", "[tra
     return R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}])" +
            (params.empty() ? std::string() : R"(,"parameters":{)" + params + "}") + "}";
   };
+  const auto rejected = failure_metric(shared_server(), "identity_policy", "REJECTED");
   connection a(port), b(port), d(port), e(port);
   a.send(request_text("POST", "/v2/models/identity_policy/infer", body("")));
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // A runs, the rest queue
@@ -435,6 +440,7 @@ TEST_CASE("schedule policy: priorities and request timeouts in the queue", "[tra
   REQUIRE(rb);
   CHECK(rb->status == 503);
   CHECK(error_of(*rb) == "Request timeout expired");
+  CHECK(failure_metric(shared_server(), "identity_policy", "REJECTED") == rejected + 1);
   CHECK_FALSE(a.readable_now());
   auto ra = a.read();
   REQUIRE(ra);
