@@ -31,6 +31,7 @@
 namespace inferwire::server {
 
 struct trace_record;
+struct infer_call;
 
 /// State a sequence keeps between its requests.
 struct sequence_state {
@@ -104,6 +105,12 @@ class backend {
   /// rather than on the execution pool. The built-in backends always may; a backend library
   /// may once its recent executions were short.
   virtual bool runs_quickly() const noexcept { return true; }
+
+  /// True for backends that schedule their calls themselves (ensembles: each step goes to its
+  /// model's scheduler); the gate hands them every call through start().
+  virtual bool schedules_itself() const noexcept { return false; }
+  /// Takes `call` (an admitted call of this backend's model) and completes it, now or later.
+  virtual void start(const std::shared_ptr<infer_call>& call) const { (void)call; }
 
   /// True for backends that take a batch as a list of requests (Triton's backend API) rather
   /// than one execution over concatenated inputs. They get execute_list() for batches.

@@ -123,6 +123,8 @@ struct infer_call {
   /// live sequence (sequence_table::hold) from scheduling until it ran (0: none).
   std::string held_sequence;
   std::uint64_t sequence_hold = 0;
+  /// A step of an ensemble: how many ensembles it is nested in (0: a client's request).
+  int ensemble_depth = 0;
 
   /// Completes the call: its completion and hooks are taken out first (the completion may hold
   /// the call), then the completion is called with `st`. Once only.

@@ -337,6 +337,12 @@ queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout
 }
 
 bool instance_gate::schedule(const call_ptr& call) {
+  // Ensembles: each step is a call of its own to its model's scheduler; the ensemble holds no
+  // instance while its steps wait there.
+  if (impl_ && impl_->schedules_itself()) {
+    impl_->start(call);
+    return true;
+  }
   // A live sequence is not idle while this request of it waits or runs; the runner releases it.
   if (sequence_model_) call->held_sequence = sequence_group(call->request);
   if (sequences_ && !call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);

@@ -152,6 +152,53 @@ TEST_CASE("dynamic batching: queued requests that reach a preferred size go at o
   CHECK(batches[0].at("batch_size").to_number<std::uint64_t>() == 4);
 }
 
+TEST_CASE("ensembles: each step is a request to its model's scheduler (queue limit, batching, pending)",
+          "[batching][ensemble]") {
+  // ensemble_queue's one step is batch_slow: one instance, 600 ms per execution, batches of up
+  // to 8, a queue of 4. Ten requests at once to the ensemble: one runs, four wait in
+  // batch_slow's queue (and run together as one batch), the other five are refused with the
+  // queue's text, as in Triton. (When an ensemble ran its steps itself, on its one instance,
+  // all ten were accepted and ran one at a time, six seconds in all, never batched.)
+  const int port = shared_server().http_port();
+  const std::string body = R"({"inputs":[{"name":"IN","datatype":"INT32","shape":[1,1],"data":[7]}]})";
+  const auto before = stats_of("batch_slow");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<connection>> clients;
+  for (int i = 0; i < 10; ++i) {
+    clients.push_back(std::make_unique<connection>(port));
+    clients.back()->send(request_text("POST", "/v2/models/ensemble_queue/infer", body));
+  }
+  // While the first runs, the others wait in batch_slow's own queue.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string metrics = request(shared_server().metrics_port(), "GET", "/metrics").body;
+  const std::string pending = R"(nv_inference_pending_request_count{model="batch_slow",version="1"} )";
+  const auto at = metrics.find(pending);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(metrics.substr(at + pending.size())) >= 1);
+  int ok = 0, refused = 0;
+  for (auto& c : clients) {
+    auto r = c->read();
+    REQUIRE(r);
+    if (r->status == 200) {
+      ++ok;
+      CHECK(r->body.find(R"("name":"OUT","datatype":"INT32","shape":[1,1],"data":[7])") != std::string::npos);
+    } else {
+      CHECK(r->status == 503);
+      CHECK(error_of(*r) == "Exceeds maximum queue size");
+      ++refused;
+    }
+  }
+  CHECK(ok + refused == 10);
+  CHECK(refused >= 3);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));  // two executions, not ten
+  const auto after = stats_of("batch_slow");
+  CHECK(count_of(after, "execution_count") - count_of(before, "execution_count") <= 3);
+  bool batched = false;
+  for (const auto& b : after.at("batch_stats").as_array())
+    batched |= b.at("batch_size").to_number<std::uint64_t>() >= 3;
+  CHECK(batched);
+}
+
 TEST_CASE("dynamic batching: add/sub over batches, two instances at once", "[batching]") {
   // batch_simple: preferred sizes 4 and 8, up to 200 ms of delay, two instances.
   const int port = shared_server().http_port();

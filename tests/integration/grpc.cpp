@@ -931,3 +931,38 @@ TEST_CASE("grpc: TLS channel credentials with a certificate made at test time", 
   CHECK(ig::status_code(ec) == UNAVAILABLE);
   server->Shutdown();
 }
+
+TEST_CASE("grpc: an ensemble's step meets its model's queue limit and batching", "[grpc][ensemble]") {
+  // As over HTTP (batching.cpp): ten calls at once through ensemble_queue reach batch_slow's
+  // queue of 4 behind its one busy instance; the calls beyond it are refused with its text.
+  server_process& s = test_server();
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 10; ++i)
+    calls.push_back(std::async(std::launch::async, [&s] {
+      inference::ModelInferRequest q;
+      q.set_model_name("ensemble_queue");
+      auto* in = q.add_inputs();
+      in->set_name("IN");
+      in->set_datatype("INT32");
+      in->add_shape(1);
+      in->add_shape(1);
+      const std::int32_t v = 7;
+      q.add_raw_input_contents(std::string(reinterpret_cast<const char*>(&v), 4));
+      grpc::ClientContext ctx;
+      inference::ModelInferResponse r;
+      return raw_stub(s)->ModelInfer(&ctx, q, &r);
+    }));
+  int ok = 0, refused = 0;
+  for (auto& c : calls) {
+    const grpc::Status st = c.get();
+    if (st.ok()) {
+      ++ok;
+    } else {
+      CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
+      CHECK(st.error_message() == "Exceeds maximum queue size");
+      ++refused;
+    }
+  }
+  CHECK(ok + refused == 10);
+  CHECK(refused >= 3);
+}
