@@ -470,6 +470,7 @@ class request_run {
       v2::infer_response resp;
       if (auto st = build(outs, resp)) return st;
       if (!(*on_response)(std::move(resp))) return cancelled_status();
+      if (first_response_ == clock::time_point{}) first_response_ = clock::now();
       return {};
     };
     return {};
@@ -477,6 +478,13 @@ class request_run {
 
   /// The execution the backend gets.
   execution& exec() noexcept { return e_; }
+  /// Decoupled models: the request's first response time in `d` (none when it sent none);
+  /// the others answer once, at the end.
+  void first_response(const request_clock& times, version_stats::durations& d) const {
+    if (!c_.decoupled) return;
+    d.responded = first_response_ != clock::time_point{};
+    if (d.responded) d.first_response_ns = ns_between(times.received, first_response_);
+  }
   /// The inputs the backend gets (with a sequence's control tensors).
   std::span<const v2::infer_input> inputs() const noexcept { return e_.inputs; }
   sequence_state* sequence() const noexcept { return e_.sequence; }
@@ -579,6 +587,7 @@ class request_run {
   std::vector<v2::infer_input> staged_;         ///< device inputs copied to the host
   std::vector<v2::infer_input> with_controls_;  ///< inputs plus a sequence's control tensors
   std::unique_lock<std::mutex> sequence_lock_;
+  clock::time_point first_response_{};  ///< decoupled models: when the first response went
   std::string sequence_key_;
   bool sequence_end_ = false;
 };
@@ -617,6 +626,7 @@ status execute_request(model_version& model, const v2::infer_request& r, std::in
     d.output_ns += split.output_ns;
   }
   d.request_ns = ns_between(times.received, done);
+  run.first_response(times, d);
   model.stats.record_success(static_cast<std::uint64_t>(batch_size), d);
   return {};
 }
@@ -802,6 +812,7 @@ void execute_listed(model_version& model, std::span<batch_member> all) {
       d.output_ns += split.output_ns;
     }
     d.request_ns = ns_between(m.times->received, done);
+    runs[k]->first_response(*m.times, d);
     model.stats.record_request(static_cast<std::uint64_t>(m.batch_size), d);
   }
   if (rows > 0)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "options.hpp"
 
+#include <cstdlib>
+
 #include <inferwire/version.hpp>
 
 #include <boost/program_options.hpp>
@@ -352,26 +354,42 @@ int parse_options(int argc, char** argv, options& o) {
         else return false;
         return true;
       };
-      if (key == "summary_latencies" || key == "counter_latencies") {
-        if (!boolean(key == "summary_latencies" ? o.summary_latencies : o.counter_latencies))
-          return bad("invalid value for --metrics-config " + key + ": " + value);
+      if (key == "summary_latencies" || key == "counter_latencies" || key == "histogram_latencies") {
+        bool& into = key == "summary_latencies"   ? o.summary_latencies
+                     : key == "counter_latencies" ? o.counter_latencies
+                                                  : o.histogram_latencies;
+        if (!boolean(into)) return bad("invalid value for --metrics-config " + key + ": " + value);
       } else if (key == "summary_quantiles") {
-        // <quantile>:<error>[,<quantile>:<error>...]; the error bound is not needed here.
-        o.summary_quantiles.clear();
+        // <quantile>:<error>[,<quantile>:<error>...], read as Triton reads it: each number is
+        // the longest prefix that is one (its own QA passes "0.1:0.0.1"); a pair without ':' or
+        // a number is skipped with a log line; none left keeps the default quantiles. The
+        // error bound is not needed here.
+        std::vector<double> quantiles;
         std::string_view rest = value;
+        auto prefix_number = [](std::string_view text, double& out) {
+          const std::string t(text);
+          char* end = nullptr;
+          out = std::strtod(t.c_str(), &end);
+          return end != t.c_str();
+        };
         while (!rest.empty()) {
           const auto next = rest.find(',');
           const std::string_view pair = rest.substr(0, next);
-          const auto colon = pair.find(':');
-          double q = -1;
-          const std::string_view qs = pair.substr(0, colon);
-          const auto [end, ec] = std::from_chars(qs.data(), qs.data() + qs.size(), q);
-          if (colon == std::string_view::npos || ec != std::errc{} || end != qs.data() + qs.size() || q < 0 || q > 1 ||
-              !is_number(pair.substr(colon + 1)))
-            return bad("invalid value for --metrics-config summary_quantiles: " + value);
-          o.summary_quantiles.push_back(q);
           rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
+          const auto colon = pair.find(':');
+          double q = -1, error = 0;
+          if (colon == std::string_view::npos) {
+            o.inert.push_back("--metrics-config summary_quantiles: invalid option [" + std::string(pair) +
+                              "]. No ':' delimiter found. Expected format is <quantile>:<error>");
+            continue;
+          }
+          if (!prefix_number(pair.substr(0, colon), q) || !prefix_number(pair.substr(colon + 1), error) || q < 0 || q > 1) {
+            o.inert.push_back("--metrics-config summary_quantiles: invalid option [" + std::string(pair) + "]");
+            continue;
+          }
+          quantiles.push_back(q);
         }
+        if (!quantiles.empty()) o.summary_quantiles = std::move(quantiles);
       } else {
         o.inert.push_back("--metrics-config " + a + " has no effect: not a setting of these metrics");
       }

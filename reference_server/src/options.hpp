@@ -50,6 +50,7 @@ struct options {
   bool allow_gpu_metrics = true;
   bool summary_latencies = false;  ///< --metrics-config summary_latencies
   bool counter_latencies = true;   ///< --metrics-config counter_latencies
+  bool histogram_latencies = false;  ///< --metrics-config histogram_latencies
   std::vector<double> summary_quantiles{0.5, 0.9, 0.95, 0.99};
   unsigned model_load_thread_count = 4;
   bool strict_model_config = false;

@@ -348,6 +348,10 @@ status model_repository::load_locked_unguarded(const std::string& name,
     mv->name = name;
     mv->version = v;
     mv->config = config;
+    // A model's own buckets for the first-response histogram (model_metrics, as in Triton).
+    for (const auto& m : config->proto.model_metrics().metric_control())
+      if (m.metric_identifier().family() == "nv_inference_first_response_histogram_ms" && m.has_histogram_options())
+        mv->stats.first_response_buckets({m.histogram_options().buckets().begin(), m.histogram_options().buckets().end()});
     std::size_t instances = 0;
     for (const auto& g : config->proto.instance_group())
       instances += static_cast<std::size_t>(std::max(1, g.count()));

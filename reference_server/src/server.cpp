@@ -183,6 +183,7 @@ std::string server_state::metrics_text() const {
     std::string model, version, labels;
     v2::model_statistics s;
     std::array<std::uint64_t, failure_reasons> failures{};
+    histogram first_responses;
     std::int64_t pending = 0;
     std::array<std::vector<double>, version_stats::duration_kinds> recent;
   };
@@ -194,6 +195,7 @@ std::string server_state::metrics_text() const {
     r.version = "version=\"" + std::to_string(v->version) + "\"";
     r.labels = r.model + "," + r.version;
     r.failures = v->stats.failures();
+    if (opts.histogram_latencies) r.first_responses = v->stats.first_responses();
     r.pending = std::max<std::int64_t>(0, v->stats.pending());
     if (opts.summary_latencies) r.recent = v->stats.recent();
     rows.push_back(std::move(r));
@@ -271,6 +273,24 @@ std::string server_state::metrics_text() const {
           if (!values.empty()) v = prometheus_number(values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))]);
           out.append(name).append("{").append(r.labels).append(",quantile=\"").append(prometheus_number(q)).append("\"} ").append(v).append("\n");
         }
+      }
+    }
+  }
+  if (opts.histogram_latencies) {
+    // Per version: received -> first response, in whole milliseconds (Triton's buckets by
+    // default, a model's model_metrics otherwise).
+    const std::string name = "nv_inference_first_response_histogram_ms";
+    out.append("# HELP " + name + " Duration from request to first response in milliseconds\n# TYPE " + name +
+               " histogram\n");
+    for (const auto& r : rows) {
+      const histogram& h = r.first_responses;
+      out.append(name + "_count{" + r.labels + "} " + std::to_string(h.count) + "\n");
+      out.append(name + "_sum{" + r.labels + "} " + prometheus_number(h.sum) + "\n");
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < h.counts.size(); ++i) {
+        cumulative += h.counts[i];
+        const std::string le = i < h.bounds.size() ? prometheus_number(h.bounds[i]) : "+Inf";
+        out.append(name + "_bucket{" + r.labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n");
       }
     }
   }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "statistics.hpp"
 
+#include <algorithm>
+
 namespace inferwire::server {
 
 namespace {
@@ -32,7 +34,28 @@ void version_stats::record_execution(std::uint64_t batch_size, std::uint64_t inp
   add_execution(batch_size, input_ns, infer_ns, output_ns);
 }
 
+void histogram::observe(double v) {
+  const auto at = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin());
+  ++counts[at];
+  sum += v;
+  ++count;
+}
+
+void version_stats::first_response_buckets(std::vector<double> bounds) {
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::lock_guard lock(mu_);
+  first_response_ = {bounds, std::vector<std::uint64_t>(bounds.size() + 1, 0), 0, 0};
+}
+
+histogram version_stats::first_responses() const {
+  std::lock_guard lock(mu_);
+  return first_response_;
+}
+
 void version_stats::add_request(std::uint64_t batch_size, const durations& d) {
+  // Whole milliseconds, as Triton observes them.
+  if (d.responded) first_response_.observe(static_cast<double>((d.first_response_ns ? d.first_response_ns : d.request_ns) / 1'000'000));
   add(inference_.success, d.request_ns);
   add(inference_.queue, d.queue_ns);
   add(inference_.compute_input, d.input_ns);

@@ -19,8 +19,6 @@ namespace inferwire::server {
 
 using clock = std::chrono::steady_clock;
 
-/// Counters of one model version: the statistics extension and the Prometheus metrics read
-/// the same numbers.
 /// Why a request failed, as Triton labels nv_inference_request_failure: REJECTED (its queue was
 /// full or its queue timeout expired), CANCELED (its client gave up), BACKEND (the backend's
 /// execution failed), OTHER (everything else: an invalid request, a sequence refused, ...).
@@ -38,6 +36,18 @@ inline failure_reason reason_of(const status& st, bool from_backend) noexcept {
   return from_backend ? failure_reason::backend : failure_reason::other;
 }
 
+/// A histogram as Prometheus shows it: upper bounds (ascending; +Inf implied), counts per
+/// bucket (not cumulative, one more than the bounds), sum and count.
+struct histogram {
+  std::vector<double> bounds;
+  std::vector<std::uint64_t> counts;
+  double sum = 0;
+  std::uint64_t count = 0;
+  void observe(double v);
+};
+
+/// Counters of one model version: the statistics extension and the Prometheus metrics read
+/// the same numbers.
 class version_stats {
  public:
   struct durations {
@@ -46,7 +56,16 @@ class version_stats {
     std::uint64_t input_ns = 0;
     std::uint64_t infer_ns = 0;
     std::uint64_t output_ns = 0;
+    /// received -> first response: request_ns unless a decoupled model answered earlier (then
+    /// set); a decoupled request that sent no response has none.
+    std::uint64_t first_response_ns = 0;
+    bool responded = true;
   };
+
+  /// The buckets, in milliseconds, of nv_inference_first_response_histogram_ms (Triton's
+  /// default: 100, 500, 2000, 5000; a model's model_metrics may set others).
+  void first_response_buckets(std::vector<double> bounds);
+  histogram first_responses() const;
   /// A request that executed alone: the request and its execution.
   void record_success(std::uint64_t batch_size, const durations& d);
   /// A request of a dynamic batch (inference_count, its durations), and the batch's one
@@ -84,6 +103,7 @@ class version_stats {
   std::uint64_t last_inference_ms_ = 0;
   std::array<std::uint64_t, failure_reasons> failures_{};
   std::map<std::uint64_t, v2::batch_statistics> batches_;
+  histogram first_response_{{100, 500, 2000, 5000}, std::vector<std::uint64_t>(5, 0), 0, 0};
 
   void add_request(std::uint64_t batch_size, const durations& d);  // under mu_
   void add_execution(std::uint64_t batch_size, std::uint64_t input_ns, std::uint64_t infer_ns,

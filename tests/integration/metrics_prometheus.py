@@ -120,10 +120,12 @@ finally:
     proc.terminate()
     proc.wait()
 
-# Summaries on, latency counters and CPU metrics off.
+# Summaries on, latency counters and CPU metrics off, first-response histograms on. The
+# quantiles are given in the form Triton's own QA passes ("0.0.1" reads as 0.0), with a pair
+# Triton skips.
 proc, ports = start(["--metrics-config", "summary_latencies=true", "--metrics-config",
-                     "summary_quantiles=0.5:0.05,0.99:0.001", "--metrics-config", "counter_latencies=false",
-                     "--allow-cpu-metrics=false"])
+                     "summary_quantiles=0.5:0.0.5,0.99:0.001,bogus", "--metrics-config", "counter_latencies=false",
+                     "--metrics-config", "histogram_latencies=true", "--allow-cpu-metrics=false"])
 try:
     for _ in range(7):
         infer(ports["http"])
@@ -143,14 +145,24 @@ try:
         p50 = sample(m, family, family, quantile=quantiles[0], **simple)
         p99 = sample(m, family, family, quantile=quantiles[1], **simple)
         check(p50 is not None and p99 is not None and 0 <= p50 <= p99, family + " quantiles are ordered")
+    hist = "nv_inference_first_response_histogram_ms"
+    check(hist in m and m[hist].type == "histogram", hist + " is a histogram")
+    if hist in m:
+        check(sample(m, hist, hist + "_count", **simple) == 7, hist + " counts seven first responses")
+        bounds = sorted(float(s.labels["le"]) for s in m[hist].samples
+                        if s.name == hist + "_bucket" and s.labels.get("model") == "simple")
+        check(bounds == [100.0, 500.0, 2000.0, 5000.0, float("inf")], hist + " has Triton's default buckets")
+        check(sample(m, hist, hist + "_bucket", le="+Inf", **simple) == 7, hist + " +Inf bucket holds every request")
+    check("summary_quantiles: invalid option [bogus]" in open(logs[-1]).read(), "a malformed quantile pair is logged")
 finally:
     proc.terminate()
     proc.wait()
 
-# A malformed setting stops the start-up.
+# A malformed boolean setting stops the start-up (a malformed quantile pair is skipped, as
+# Triton skips it).
 bad = subprocess.run([server_bin, "--model-repository", os.path.join(source, "reference_server/models"),
-                      "--metrics-config", "summary_quantiles=0.5"], capture_output=True, text=True)
-check(bad.returncode == 2 and "summary_quantiles" in bad.stderr, "a malformed summary_quantiles is refused")
+                      "--metrics-config", "histogram_latencies=maybe"], capture_output=True, text=True)
+check(bad.returncode == 2 and "histogram_latencies" in bad.stderr, "a malformed histogram_latencies is refused")
 
 print("metrics_prometheus: %d failures" % len(failures))
 sys.exit(1 if failures else 0)
