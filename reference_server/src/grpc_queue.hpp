@@ -30,6 +30,11 @@ inline ::grpc::Status to_grpc(const status& st) {
   return {static_cast<::grpc::StatusCode>(st.grpc_code()), quote_input(st.message(), max_grpc_error_text)};
 }
 
+/// The refusal of a new inference once shutdown began (Triton's gRPC frontend, its text).
+inline status shutting_down_status() {
+  return {errc::unavailable, "GRPC server is shutting down and has stopped accepting new requests."};
+}
+
 /// --grpc-restricted-protocol: the header an RPC of category `c` must carry, when restricted.
 inline status restricted(const options& o, const ::grpc::ServerContextBase* ctx, api_category c) {
   const restriction* r = o.grpc_restricted.find(c);

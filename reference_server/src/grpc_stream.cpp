@@ -99,6 +99,12 @@ void stream_call::on_read(bool ok) {
     empty_final_ = c.request.parameters.get<bool>("triton_enable_empty_final_response").value_or(false);
     return d;
   };
+  // Once shutdown began, a request on an open stream is refused as Triton refuses it (the
+  // stream goes on, for the answers of its requests in flight).
+  if (svc_.state().exiting.load()) {
+    answered(*call, shutting_down_status());
+    return release();
+  }
   // The read's hold passes to the running request (which counts as in flight until its
   // responses are queued), released once it is answered.
   infer_hooks hooks{nullptr, [this] { return ctx_.IsCancelled(); }};

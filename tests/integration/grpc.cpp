@@ -966,3 +966,49 @@ TEST_CASE("grpc: an ensemble's step meets its model's queue limit and batching",
   CHECK(ok + refused == 10);
   CHECK(refused >= 3);
 }
+
+TEST_CASE("grpc: once shutdown begins, new inferences on an open connection are refused", "[grpc][shutdown]") {
+  // Triton's gRPC frontend stops taking inferences when shutdown begins, on connections already
+  // open too, while those in flight finish: a 1.5 s request runs, SIGTERM comes, a new
+  // ModelInfer on the same channel (and a new request on an open stream) gets UNAVAILABLE with
+  // Triton's text, and the running request still succeeds.
+  server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--exit-timeout-secs", "10"});
+  auto stub = raw_stub(s);
+  auto request_of = [](const char* model) {
+    inference::ModelInferRequest q;
+    q.set_model_name(model);
+    auto* in = q.add_inputs();
+    in->set_name("INPUT0");
+    in->set_datatype("INT32");
+    in->add_shape(1);
+    const std::int32_t v = 3;
+    q.add_raw_input_contents(std::string(reinterpret_cast<const char*>(&v), 4));
+    return q;
+  };
+  // The stream is open before shutdown; its request comes after.
+  grpc::ClientContext stream_ctx;
+  auto stream = stub->ModelStreamInfer(&stream_ctx);
+  auto slow = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    return stub->ModelInfer(&ctx, request_of("identity_slow"), &r);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(s.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    const grpc::Status st = stub->ModelInfer(&ctx, request_of("identity_int64"), &r);
+    CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(st.error_message() == "GRPC server is shutting down and has stopped accepting new requests.");
+  }
+  REQUIRE(stream->Write(request_of("identity_int64")));
+  inference::ModelStreamInferResponse sr;
+  REQUIRE(stream->Read(&sr));
+  CHECK(sr.error_message() == "GRPC server is shutting down and has stopped accepting new requests.");
+  stream->WritesDone();
+  const grpc::Status ran = slow.get();
+  CHECK(ran.ok());
+  CHECK(s.stop() == 0);
+}
