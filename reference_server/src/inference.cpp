@@ -1012,7 +1012,8 @@ void expire_call(call_ptr call) {
   call->model->stats.record_failure(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         clock::now() - call->times.received).count()),
                                     failure_reason::rejected);
-  call->finish({errc::unavailable, "Request timeout expired"});
+  call->finish({errc::unavailable, call->model->config->sequence ? "timeout of the corresponding sequence has been expired"
+                                                                 : "Request timeout expired"});
 }
 
 constexpr batch_runner runner{&run_one, &run_batch, &expire_call};

@@ -110,6 +110,7 @@ void batch_queue::configure(const model_config& c) {
   // Gathering: Triton's dynamic batcher, for models that batch and are neither sequences
   // (the sequence batcher's) nor decoupled; and the sequence batcher's `oldest` strategy.
   oldest_ = c.sequence && c.max_batch_size > 0 && !c.decoupled && c.proto.sequence_batching().has_oldest();
+  sequence_timeouts_ = c.sequence.has_value();
   const bool gathers = oldest_ || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
   max_batch_ = gathers ? c.max_batch_size : 0;
   preferred_.clear();
@@ -129,8 +130,14 @@ queue_ticket batch_queue::ticket(std::uint64_t priority, std::uint64_t timeout_u
   const policy& p = policies_[t.level];
   std::uint64_t timeout = p.timeout_us;
   if (p.allow_override && timeout_us > 0) timeout = timeout == 0 ? timeout_us : std::min(timeout, timeout_us);
-  if (timeout > 0) t.deadline = now + std::chrono::microseconds(std::min<std::uint64_t>(timeout, std::uint64_t{1} << 40));
   t.delay = p.delay;
+  // The sequence batcher takes a request's timeout for a request that waits for the model
+  // (Triton: a sequence in the backlog), and rejects it at its deadline.
+  if (sequence_timeouts_ && timeout_us > 0) {
+    timeout = timeout == 0 ? timeout_us : std::min(timeout, timeout_us);
+    t.delay = false;
+  }
+  if (timeout > 0) t.deadline = now + std::chrono::microseconds(std::min<std::uint64_t>(timeout, std::uint64_t{1} << 40));
   return t;
 }
 

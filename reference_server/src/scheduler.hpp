@@ -147,6 +147,7 @@ class batch_queue {
   };
   std::size_t default_level_ = 0;
   std::int64_t max_batch_ = 0;                 ///< 0: no gathering
+  bool sequence_timeouts_ = false;  ///< a sequence model: a request's `timeout` rejects it from the queue
   bool oldest_ = false;
   std::vector<std::int64_t> preferred_;        ///< ascending
   std::chrono::microseconds max_delay_{0};

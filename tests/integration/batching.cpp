@@ -478,3 +478,24 @@ TEST_CASE("dynamic batching: an unload runs a batch that waits out a long queue 
   check_lone_reply(lone.read(), 7);
   CHECK(s.stop() == 0);
 }
+
+TEST_CASE("sequence batching: a request that waits past its timeout is rejected", "[batching][sequence]") {
+  // sequence_queued: one instance, 400 ms per execution. Sequence 51 runs; sequence 52's START,
+  // with a 100 ms timeout, waits behind it and is answered at its deadline with Triton's text.
+  const int port = shared_server().http_port();
+  connection a(port), b(port);
+  a.send(request_text("POST", "/v2/models/sequence_queued/infer", sequence_body(51, 5, true, true)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // A runs
+  const auto sent = std::chrono::steady_clock::now();
+  b.send(request_text("POST", "/v2/models/sequence_queued/infer",
+                      R"({"parameters":{"sequence_id":52,"sequence_start":true,"sequence_end":true,"timeout":100000},)"
+                      R"("inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]})"));
+  auto rb = b.read();
+  REQUIRE(rb);
+  CHECK(rb->status == 503);
+  CHECK(error_of(*rb) == "timeout of the corresponding sequence has been expired");
+  CHECK(std::chrono::steady_clock::now() - sent < std::chrono::milliseconds(300));  // at its deadline, before A ends
+  auto ra = a.read();
+  REQUIRE(ra);
+  CHECK(ra->status == 200);
+}

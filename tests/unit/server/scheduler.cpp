@@ -570,3 +570,26 @@ TEST_CASE("instance_gate: the oldest strategy runs one batch at a time whatever 
   CHECK(f.r.max_holding == 1);
   CHECK(f.done == 3);
 }
+
+TEST_CASE("batch_queue: a sequence model rejects a waiting request at its own timeout", "[scheduler][sequence]") {
+  // The sequence batcher takes the request's `timeout` (Triton: a backlogged sequence is
+  // rejected at it); a model without a queue policy ignores it.
+  srv::batch_queue seq;
+  seq.configure(config_of("sequence_batching { control_input [ { name: \"START\" control [ { kind: "
+                          "CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }",
+                          0));
+  const auto t = seq.ticket(0, 250'000, t0);
+  CHECK(t.deadline == t0 + 250ms);
+  CHECK_FALSE(t.delay);
+  CHECK(seq.ticket(0, 0, t0).deadline == srv::clock::time_point{});
+  auto a = call_of();
+  REQUIRE(seq.push(t, a, 1, "", "", t0));
+  CHECK(seq.next_deadline() == t0 + 250ms);  // the gate's timer wakes for it
+  taken late = take(seq, t0 + 300ms);
+  REQUIRE(late.rejected.size() == 1);
+  CHECK(late.rejected[0] == a);
+
+  srv::batch_queue plain;
+  plain.configure(config_of(""));
+  CHECK(plain.ticket(0, 250'000, t0).deadline == srv::clock::time_point{});
+}
