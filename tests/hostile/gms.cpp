@@ -91,11 +91,14 @@ TEST_CASE("hostile: the GMS server survives every case of the table", "[hostile]
          void* p = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
          REQUIRE(p != MAP_FAILED);
          ::munmap(p, 4096);
-         // Even a read-write reopen cannot truncate: the object is sealed.
+         // Even a read-write reopen cannot truncate, map writable or write: the object is sealed
+         // (against writes since the commit).
          const std::string path = "/proc/self/fd/" + std::to_string(fd);
          const int rw = ::open(path.c_str(), O_RDWR);
          if (rw >= 0) {
            CHECK(::ftruncate(rw, 0) != 0);
+           CHECK(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0) == MAP_FAILED);
+           CHECK(::pwrite(rw, "x", 1, 0) != 1);
            ::close(rw);
          }
        }},

@@ -79,6 +79,15 @@ concept lending_backend = backend<B> && requires(B& b, const typename B::handle&
   { b.lent_fd(h) } -> std::same_as<int>;
 };
 
+/// A backend whose committed memory can be closed to writes: `seal_for_readers(h)`, called for
+/// every allocation when a layout is committed, makes sure that no descriptor of it (those
+/// already given out included, reopened or not) can map it writable from then on. Throws
+/// std::system_error when it cannot; the commit then fails.
+template <class B>
+concept sealing_backend = backend<B> && requires(B& b, const typename B::handle& h) {
+  b.seal_for_readers(h);
+};
+
 /// A client's address space. Virtual addresses are reserved once and stay reserved across
 /// unmap and map (so a layout is remapped at the same addresses); `import` takes ownership of
 /// the descriptor; `unmap` releases the handle but keeps the reservation; `synchronize` waits

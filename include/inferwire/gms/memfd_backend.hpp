@@ -15,8 +15,11 @@
 //
 // Every object is sealed against shrinking and growing once sized (F_SEAL_SHRINK,
 // F_SEAL_GROW): no holder of a descriptor, the server included, can truncate it, so no mapping
-// of it can ever fault with SIGBUS. Readers get descriptors opened read-only, so their
-// mappings cannot be writable.
+// of it can ever fault with SIGBUS. Readers get descriptors opened read-only; and since a
+// memfd's inode lets anyone holding a descriptor reopen it read-write through /proc, a commit
+// seals each object against new writes (F_SEAL_FUTURE_WRITE, then F_SEAL_SEAL): from then on
+// no descriptor maps it writable or writes it, while the writer's mappings made before the
+// commit stay as they were.
 #ifndef INFERWIRE_GMS_MEMFD_BACKEND_HPP
 #define INFERWIRE_GMS_MEMFD_BACKEND_HPP
 
@@ -33,6 +36,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1
+#endif
 
 namespace inferwire::gms {
 
@@ -69,7 +76,7 @@ class memfd_backend {
       if (err == ENOMEM || err == ENOSPC) return alloc_status::out_of_memory;
       throw std::system_error(err, std::generic_category(), "ftruncate");
     }
-    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
       int err = errno;
       ::close(fd);
       throw std::system_error(err, std::generic_category(), "F_ADD_SEALS");
@@ -91,6 +98,15 @@ class memfd_backend {
     int fd = ::fcntl(lent_read_only_fd(h), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "dup");
     return fd;
+  }
+
+  /// At commit: no new writable mapping or write through any descriptor of the allocation, and
+  /// no further seals (a client that added F_SEAL_SEAL first makes this throw: the commit fails).
+  void seal_for_readers(const handle& h) {
+    const int seals = ::fcntl(h.fd, F_GET_SEALS);
+    if (seals >= 0 && (seals & F_SEAL_FUTURE_WRITE) && (seals & F_SEAL_SEAL)) return;  // sealed already
+    if (::fcntl(h.fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0)
+      throw std::system_error(errno, std::generic_category(), "F_ADD_SEALS(F_SEAL_FUTURE_WRITE)");
   }
 
   /// The allocation's own descriptor (still owned here).
@@ -122,7 +138,8 @@ class memfd_backend {
   std::size_t allocated_ = 0;
 };
 
-static_assert(read_only_exporting_backend<memfd_backend> && lending_backend<memfd_backend>);
+static_assert(read_only_exporting_backend<memfd_backend> && lending_backend<memfd_backend> &&
+              sealing_backend<memfd_backend>);
 
 }  // namespace inferwire::gms
 

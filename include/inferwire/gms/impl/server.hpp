@@ -427,6 +427,16 @@ void server<Backend>::on_request(const connection_ptr& c, message&& m) {
   if (std::holds_alternative<get_state_hash_request>(m))
     return reply(c, get_state_hash_response{hash_});
   if (std::holds_alternative<commit_request>(m)) {
+    // Committed memory is read-only for good where the backend can make it so (memfd: a reader
+    // could otherwise reopen its descriptor read-write). A seal that fails fails the commit.
+    if constexpr (sealing_backend<Backend>) {
+      try {
+        for (const auto& [id, a] : allocations_) backend_.seal_for_readers(a.handle);
+      } catch (const std::exception& e) {
+        log(std::string("Commit refused: the allocations could not be sealed against writes: ") + e.what());
+        return reply(c, commit_response{false});
+      }
+    }
     std::vector<layout_allocation> la;
     for (const auto& [id, a] : allocations_)
       la.push_back({a.info.layout_slot, a.info.size, a.info.aligned_size, a.info.tag});
