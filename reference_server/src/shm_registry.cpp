@@ -97,6 +97,9 @@ status check_region_name(const std::string& r) {
 status shm_registry::register_system(const v2::system_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
   const std::string& r = q.name;
+  // A region without a name could never be named again (status, unregister): refused on every
+  // transport, as HTTP's route refuses it.
+  if (auto st = require_name(region_kind::system, r)) return st;
   if (auto st = check_region_name(r)) return st;
   if (q.key.find_first_not_of('/') == std::string::npos)
     return {errc::invalid_arg,
@@ -153,6 +156,7 @@ status shm_registry::register_system(const v2::system_shm_register_request& q) {
 status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
   if (auto st = check_allowed()) return st;
   const std::string& r = q.name;
+  if (auto st = require_name(region_kind::cuda, r)) return st;
   if (auto st = check_region_name(r)) return st;
 #if INFERWIRE_SERVER_CUDA
   if (cuda::available()) {

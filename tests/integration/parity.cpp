@@ -332,6 +332,21 @@ std::vector<row> table() {
                     {"POST", "/v2/systemsharedmemory/region/parity/register",
                      R"({"key":"/inferwire-parity-no-such-key","offset":0,"byte_size":64})"},
                     rpc(&Stub::SystemSharedMemoryRegister, r)});
+    // A region without a name: HTTP's route has none to give; both refuse it.
+    inference::SystemSharedMemoryRegisterRequest unnamed;
+    unnamed.set_key("/inferwire-parity-no-such-key");
+    unnamed.set_byte_size(64);
+    rows.push_back({"system shm register, no region name", errc::invalid_arg,
+                    "'region name' is necessary to register system shared memory region",
+                    {"POST", "/v2/systemsharedmemory/register", R"({"key":"/inferwire-parity-no-such-key","offset":0,"byte_size":64})"},
+                    rpc(&Stub::SystemSharedMemoryRegister, unnamed)});
+    inference::CudaSharedMemoryRegisterRequest unnamed_cuda;
+    unnamed_cuda.set_raw_handle(std::string(64, 'x'));
+    unnamed_cuda.set_byte_size(64);
+    rows.push_back({"cuda shm register, no region name", errc::invalid_arg,
+                    "'region name' is necessary to register cuda shared memory region",
+                    {"POST", "/v2/cudasharedmemory/register", R"({"raw_handle":{"b64":"eA=="},"device_id":0,"byte_size":64})"},
+                    rpc(&Stub::CudaSharedMemoryRegister, unnamed_cuda)});
   }
   // Trace and log settings.
   {
