@@ -440,3 +440,19 @@ TEST_CASE("infer: optional inputs and decoupled models", "[infer][errors]") {
   CHECK(r.status == 404);
   CHECK(error_of(r) == "Unable to find shared memory region: 'r0'");
 }
+
+TEST_CASE("JSON integers outside their data type's range are refused, in infer and generate", "[infer]") {
+  // Triton truncates them in silence (2^31 as INT32 becomes -2^31, answered 200).
+  std::string big = "[2147483648";
+  for (int i = 1; i < 16; ++i) big += ",1";
+  big += "]";
+  const std::string ones = "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]";
+  auto r = post("/v2/models/simple/infer",
+                R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":)" + big +
+                    R"(},{"name":"INPUT1","datatype":"INT32","shape":[1,16],"data":)" + ones + "}]}");
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "Unable to parse 'data': value 2147483648 is out of range for data type INT32");
+  r = post("/v2/models/simple/generate", R"({"INPUT0":)" + big + R"(,"INPUT1":)" + ones + "}");
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "Unable to parse 'data': value 2147483648 is out of range for data type INT32");
+}

@@ -151,12 +151,28 @@ TEST_CASE("json: tensor data is flattened regardless of nesting", "[v2][json]") 
   CHECK(st.is_ok());
 }
 
-TEST_CASE("json: integers are truncated to the target width", "[v2][json]") {
+TEST_CASE("json: integers outside the data type's range are refused", "[v2][json]") {
+  // Triton truncates them in silence (INT8 300 -> 44); a value the type cannot hold is an
+  // invalid request here.
   status st;
-  CHECK(values_of<std::int8_t>(decode("[300,-129]", data_type::int8, 2, st)) ==
-        std::vector<std::int8_t>{44, 127});
-  CHECK(values_of<std::uint16_t>(decode("[65537]", data_type::uint16, 1, st)) ==
-        std::vector<std::uint16_t>{1});
+  CHECK(decode("[300]", data_type::int8, 1, st).empty());
+  CHECK(st.http_status() == 400);
+  CHECK(st.message() == "Unable to parse 'data': value 300 is out of range for data type INT8");
+  decode("[1,-129]", data_type::int8, 2, st);
+  CHECK(st.message() == "Unable to parse 'data': value -129 is out of range for data type INT8");
+  decode("[2147483648]", data_type::int32, 1, st);
+  CHECK(st.message() == "Unable to parse 'data': value 2147483648 is out of range for data type INT32");
+  decode("[1099511627776]", data_type::int32, 1, st);
+  CHECK(st.message() == "Unable to parse 'data': value 1099511627776 is out of range for data type INT32");
+  decode("[65536]", data_type::uint16, 1, st);
+  CHECK(st.message() == "Unable to parse 'data': value 65536 is out of range for data type UINT16");
+  decode("[4294967301]", data_type::uint32, 1, st);
+  CHECK(st.message() == "Unable to parse 'data': value 4294967301 is out of range for data type UINT32");
+  // The limits themselves are values.
+  CHECK(values_of<std::int8_t>(decode("[127,-128]", data_type::int8, 2, st)) == std::vector<std::int8_t>{127, -128});
+  CHECK(st.is_ok());
+  CHECK(values_of<std::int32_t>(decode("[2147483647,-2147483648]", data_type::int32, 2, st)) ==
+        std::vector<std::int32_t>{2147483647, -2147483647 - 1});
   CHECK(values_of<std::uint64_t>(decode("[18446744073709551615]", data_type::uint64, 1, st)) ==
         std::vector<std::uint64_t>{std::numeric_limits<std::uint64_t>::max()});
 }

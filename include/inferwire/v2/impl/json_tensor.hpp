@@ -35,7 +35,7 @@ bool walk_json_elements(const boost::json::array& a, Leaf& leaf) {
 }
 
 template <class T>
-status decode_fixed(const boost::json::array& a, std::int64_t count, std::string& out) {
+status decode_fixed(const boost::json::array& a, std::int64_t count, data_type type, std::string& out) {
   static_assert(std::endian::native == std::endian::little,
                 "the wire format is little-endian; big-endian hosts are not supported");
   status st;
@@ -61,12 +61,25 @@ status decode_fixed(const boost::json::array& a, std::int64_t count, std::string
       if (!json_access::as_double(v, d, st)) return false;
       x = static_cast<T>(d);
     } else if constexpr (std::is_signed_v<T>) {
+      // A value the data type cannot hold is refused (Triton truncates it to the width in
+      // silence, a FIXME of its own: 2^31 as INT32 became -2^31).
       std::int64_t i = {};
       if (!json_access::as_int64(v, i, st)) return false;
-      x = static_cast<T>(i);  // truncation to the target width, as upstream
+      if (sizeof(T) < sizeof(i) && (i < std::int64_t{std::numeric_limits<T>::min()} ||
+                                    i > std::int64_t{std::numeric_limits<T>::max()})) {
+        st = {errc::invalid_arg, "value " + std::to_string(i) + " is out of range for data type " +
+                                     std::string(wire_name(type))};
+        return false;
+      }
+      x = static_cast<T>(i);
     } else {
       std::uint64_t u = {};
       if (!json_access::as_uint64(v, u, st)) return false;
+      if (sizeof(T) < sizeof(u) && u > std::uint64_t{std::numeric_limits<T>::max()}) {
+        st = {errc::invalid_arg, "value " + std::to_string(u) + " is out of range for data type " +
+                                     std::string(wire_name(type))};
+        return false;
+      }
       x = static_cast<T>(u);
     }
     char raw[sizeof(T)];
@@ -114,17 +127,17 @@ INFERWIRE_DECL status decode_json_tensor_data(const boost::json::value& data, da
   const boost::json::array* a = json_access::as_array(data, st);
   if (!a) return st.prefix("Unable to parse 'data': ");
   switch (type) {
-    case data_type::bool_: return detail::decode_fixed<bool>(*a, element_count, out);
-    case data_type::uint8: return detail::decode_fixed<std::uint8_t>(*a, element_count, out);
-    case data_type::uint16: return detail::decode_fixed<std::uint16_t>(*a, element_count, out);
-    case data_type::uint32: return detail::decode_fixed<std::uint32_t>(*a, element_count, out);
-    case data_type::uint64: return detail::decode_fixed<std::uint64_t>(*a, element_count, out);
-    case data_type::int8: return detail::decode_fixed<std::int8_t>(*a, element_count, out);
-    case data_type::int16: return detail::decode_fixed<std::int16_t>(*a, element_count, out);
-    case data_type::int32: return detail::decode_fixed<std::int32_t>(*a, element_count, out);
-    case data_type::int64: return detail::decode_fixed<std::int64_t>(*a, element_count, out);
-    case data_type::fp32: return detail::decode_fixed<float>(*a, element_count, out);
-    case data_type::fp64: return detail::decode_fixed<double>(*a, element_count, out);
+    case data_type::bool_: return detail::decode_fixed<bool>(*a, element_count, type, out);
+    case data_type::uint8: return detail::decode_fixed<std::uint8_t>(*a, element_count, type, out);
+    case data_type::uint16: return detail::decode_fixed<std::uint16_t>(*a, element_count, type, out);
+    case data_type::uint32: return detail::decode_fixed<std::uint32_t>(*a, element_count, type, out);
+    case data_type::uint64: return detail::decode_fixed<std::uint64_t>(*a, element_count, type, out);
+    case data_type::int8: return detail::decode_fixed<std::int8_t>(*a, element_count, type, out);
+    case data_type::int16: return detail::decode_fixed<std::int16_t>(*a, element_count, type, out);
+    case data_type::int32: return detail::decode_fixed<std::int32_t>(*a, element_count, type, out);
+    case data_type::int64: return detail::decode_fixed<std::int64_t>(*a, element_count, type, out);
+    case data_type::fp32: return detail::decode_fixed<float>(*a, element_count, type, out);
+    case data_type::fp64: return detail::decode_fixed<double>(*a, element_count, type, out);
     case data_type::bytes: return detail::decode_bytes_elements(*a, out);
     case data_type::fp16:
     case data_type::bf16:
