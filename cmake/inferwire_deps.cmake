@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The one table of inferwire's components: what each needs, and how to find it.
 # Used by the build (inferwire_targets.cmake) and, through configure_file, by the installed
 # inferwireConfig.cmake, so the two can never disagree.

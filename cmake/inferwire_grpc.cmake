@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # inferwire_grpc_protos(<target> PROTO_DIR <dir>)
 #
 # Generates C++ and gRPC code from inferwire's .proto files (grpc_service.proto,

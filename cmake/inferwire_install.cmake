@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # install(): the headers and CMake package of the components this build has, and the programs.
 #
 # Two install components, so a package can take one without the other:

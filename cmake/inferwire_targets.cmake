@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Defines the INTERFACE targets inferwire::<component> and the umbrella inferwire::inferwire.
 # A component whose third-party packages are missing is skipped with a message; every other
 # component still builds (for example, no CUDA toolkit means no inferwire::cuda/gms).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The component graph as the headers have it, checked against cmake/inferwire_deps.cmake:
 #   - every #include <inferwire/...> from a header of component A names a header of A or of a
 #     component A builds on (directly or not): no undeclared edge;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Overlay port for inferwire, a header-only library:
 #   vcpkg install "inferwire[grpc,gms]" --overlay-ports=<inferwire checkout>/ports
 #

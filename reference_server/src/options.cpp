@@ -169,7 +169,7 @@ int parse_options(int argc, char** argv, options& o) {
        "address the HTTP and metrics endpoints bind to")
       ("http-port", number(&o.http_port, "http-port", 0, 65535),
        "HTTP port (0: any free port, reported in the log)")
-      ("grpc-port", number(&o.grpc_port, "grpc-port", 0, 65535), "gRPC port")
+      ("grpc-port", number(&o.grpc_port, "grpc-port", 0, 65535), "gRPC port (0: any free port, reported in the log)")
       ("metrics-port", number(&o.metrics_port, "metrics-port", 0, 65535),
        "Prometheus metrics port (0: any free port)")
       ("allow-http", flag(&o.allow_http), "serve HTTP/REST")
@@ -177,7 +177,7 @@ int parse_options(int argc, char** argv, options& o) {
       ("allow-metrics", flag(&o.allow_metrics), "serve Prometheus metrics")
       ("allow-client-shm", flag(&o.allow_client_shm),
        "allow clients to register shared-memory regions")
-      ("http-max-input-size", number(&o.http_max_input_size, "http-max-input-size", std::uint64_t{0}, std::uint64_t{1} << 40),
+      ("http-max-input-size", po::value<std::string>(),
        "largest JSON header, JSON tensor, raw input or decompressed body, in bytes")
       ("http-max-inflight-bytes",
        number(&o.http_max_inflight_bytes, "http-max-inflight-bytes"),
@@ -219,6 +219,11 @@ int parse_options(int argc, char** argv, options& o) {
       ("allow-gpu-metrics", flag(&o.allow_gpu_metrics), "GPU metrics from NVML, when the driver and a GPU are there")
       ("metrics-config", po::value<std::vector<std::string>>()->composing(),
        "summary_latencies=<bool>, summary_quantiles=<q>:<error>[,...], counter_latencies=<bool> (repeatable)")
+      ("trace-file", po::value<std::string>(), "deprecated: --trace-config triton,file=<path>")
+      ("trace-level", po::value<std::vector<std::string>>()->composing(), "deprecated: --trace-config level=<level>")
+      ("trace-rate", po::value<std::string>(), "deprecated: --trace-config rate=<rate>")
+      ("trace-count", po::value<std::string>(), "deprecated: --trace-config count=<count>")
+      ("trace-log-frequency", po::value<std::string>(), "deprecated: --trace-config triton,log-frequency=<n>")
       ("trace-config", po::value<std::vector<std::string>>()->composing(),
        "[triton,]<setting>=<value>: trace file, level, rate, count, log-frequency, mode (repeatable)")
       ("grpc-address", po::value(&o.grpc_address)->default_value(o.grpc_address), "address the gRPC endpoint binds to")
@@ -288,7 +293,21 @@ int parse_options(int argc, char** argv, options& o) {
     return 2;
   };
   if (o.model_repositories.empty()) return bad("--model-repository must be specified");
-  if (o.http_max_input_size == 0) return bad("--http-max-input-size must be greater than 0.");  // Triton's text
+  if (vm.count("http-max-input-size")) {
+    // Triton's text for every value that is not positive (its QA greps for it), negative ones
+    // included.
+    const std::string text = vm["http-max-input-size"].as<std::string>();
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size())
+      return bad("invalid value '" + text + "' for --http-max-input-size: expected an integer from 1 to " +
+                 std::to_string(std::uint64_t{1} << 40));
+    if (v <= 0) return bad("--http-max-input-size must be greater than 0.");
+    if (static_cast<std::uint64_t>(v) > (std::uint64_t{1} << 40))
+      return bad("invalid value '" + text + "' for --http-max-input-size: expected an integer from 1 to " +
+                 std::to_string(std::uint64_t{1} << 40));
+    o.http_max_input_size = static_cast<std::uint64_t>(v);
+  }
   if (o.model_control_mode != "none" && o.model_control_mode != "poll" &&
       o.model_control_mode != "explicit")
     return bad("unexpected value for --model-control-mode: " + o.model_control_mode);
@@ -324,6 +343,27 @@ int parse_options(int argc, char** argv, options& o) {
         return bad("--backend-config option format is '<backend>,<setting>=<value>'. Got " + a);
       o.backend_config.push_back({named ? a.substr(0, comma) : "", {a.substr(key_start, eq - key_start), a.substr(eq + 1)}});
     }
+  // tritonserver's deprecated trace flags, with its warnings: settings ahead of --trace-config's,
+  // which override them.
+  {
+    auto deprecated = [&](const char* name, const char* setting, const char* replacement, const std::string& value) {
+      std::cerr << "Warning: '--" << name << "' has been deprecated and will be removed in future releases. Please use '"
+                << replacement << " instead.\n";
+      o.trace_config.emplace_back(setting, value);
+    };
+    if (vm.count("trace-file"))
+      deprecated("trace-file", "file", "--trace-config triton,file=<filepath>", vm["trace-file"].as<std::string>());
+    if (vm.count("trace-level"))
+      for (const auto& v : vm["trace-level"].as<std::vector<std::string>>())
+        deprecated("trace-level", "level", "--trace-config level=<OFF|TIMESTAMPS|TENSORS>", v);
+    if (vm.count("trace-rate"))
+      deprecated("trace-rate", "rate", "--trace-config rate=<rate value>", vm["trace-rate"].as<std::string>());
+    if (vm.count("trace-count"))
+      deprecated("trace-count", "count", "--trace-config count=<count value>", vm["trace-count"].as<std::string>());
+    if (vm.count("trace-log-frequency"))
+      deprecated("trace-log-frequency", "log-frequency", "--trace-config triton,log-frequency=<log frequency value>",
+                 vm["trace-log-frequency"].as<std::string>());
+  }
   if (vm.count("trace-config"))
     for (const auto& a : vm["trace-config"].as<std::vector<std::string>>()) {
       const auto eq = a.find('=');

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Consumer tests: inferwire used the way users use it. One step per ctest test:
 #
 #   STEP=install       (fixture) a copy of the checkout is configured with every program off

@@ -96,6 +96,9 @@ TEST_CASE("Triton's flags are refused as Triton refuses them", "[cli][launch]") 
       {{"--grpc-use-ssl=true"}, "--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key"},
       {{"--model-load-thread-count=0"}, "invalid value '0' for --model-load-thread-count"},
       {{"--grpc-keepalive-time=-1"}, "invalid value '-1' for --grpc-keepalive-time"},
+      // Triton's text for every value that is not positive (its QA greps for it).
+      {{"--http-max-input-size=-1024"}, "Error: --http-max-input-size must be greater than 0."},
+      {{"--http-max-input-size=0"}, "Error: --http-max-input-size must be greater than 0."},
   };
   for (const auto& r : table) {
     CAPTURE(r.flags);
@@ -207,6 +210,9 @@ TEST_CASE("each tritonserver flag, as Triton's QA scripts pass it, starts the se
       {"--disable-auto-complete-config"},
       {"--backend-directory=/opt/tritonserver/backends"},
       {"--backend-config=tensorflow,version=2"},
+      // tritonserver's deprecated trace flags, as its client tests pass them.
+      {"--trace-file=/tmp/inferwire-deprecated-trace.json", "--trace-level=TIMESTAMPS", "--trace-rate=1",
+       "--trace-count=-1", "--trace-log-frequency=0"},
       {"--backend-config=python,shm-region-prefix-name=prefix0_"},
       {"--repoagent-directory=/opt/tritonserver/repoagents"},
       {"--model-load-thread-count=1"},
