@@ -256,14 +256,23 @@ status model_repository::load_locked_unguarded(const std::string& name,
       st = {errc::invalid_arg, "failed to load '" + name + "', Invalid config override: " +
                                    std::string(ps.message())};
     else {
-      // An override that names neither backend nor platform (Triton's model-control examples
-      // load `simple` with {"max_batch_size": 16}) takes them from the model's own files, as
-      // Triton completes a configuration: here, from its config.pbtxt.
-      if (proto.backend().empty() && proto.platform().empty()) {
+      // An override that leaves out what names the model (Triton's model-control examples load
+      // `simple` with {"max_batch_size": 16}) takes it from the model's own files, as Triton
+      // completes a configuration from the model: here, from its config.pbtxt: the backend or
+      // platform when it names neither, the inputs and outputs when it lists none.
+      const bool no_backend = proto.backend().empty() && proto.platform().empty();
+      const bool no_tensors = proto.input_size() == 0 && proto.output_size() == 0;
+      if (no_backend || no_tensors) {
         model_config on_disk;
         if (!load_model_config(dir, name, on_disk)) {
-          proto.set_backend(on_disk.proto.backend());
-          proto.set_platform(on_disk.proto.platform());
+          if (no_backend) {
+            proto.set_backend(on_disk.proto.backend());
+            proto.set_platform(on_disk.proto.platform());
+          }
+          if (no_tensors) {
+            *proto.mutable_input() = on_disk.proto.input();
+            *proto.mutable_output() = on_disk.proto.output();
+          }
         }
       }
       st = finalize_config(std::move(proto), name, dir, *config);

@@ -207,6 +207,10 @@ TEST_CASE("repository: config overrides and reload semantics", "[repository]") {
   INFO(r.body);
   CHECK(r.status == 200);
   CHECK(request(port, "GET", "/v2/models/simple/config").body.find(R"("backend":"simple")") != std::string::npos);
+  // ... and its inputs and outputs, which it lists none of: the model still serves.
+  r = request(port, "POST", "/v2/models/simple/infer", simple_json());
+  INFO(r.body);
+  CHECK(r.status == 200);
 }
 
 TEST_CASE("repository: file overrides stay inside their folder", "[repository][security]") {
