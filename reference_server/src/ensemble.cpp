@@ -6,6 +6,7 @@
 #include "inference.hpp"
 #include "trace.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -129,7 +130,7 @@ struct ensemble_run : std::enable_shared_from_this<ensemble_run> {
   std::size_t in_flight = 0;  ///< steps submitted and not finished
   bool pumping = false, done = false;
   status error;
-  std::vector<call_ptr> step_calls;         ///< what the tensors view
+  std::vector<std::shared_ptr<const void>> kept;  ///< what tensors of batched steps view
   std::deque<std::string> staged;           ///< device inputs copied to the host
   std::deque<std::shared_ptr<trace_record>> traces;
 
@@ -222,12 +223,10 @@ struct ensemble_run : std::enable_shared_from_this<ensemble_run> {
     if (call->trace && call->trace->registry) child = call->trace->registry->child(*call->trace, model->name, model->version);
     sc->trace = child;
     sc->hooks.cancelled = call->hooks.cancelled;
+    // The step's call lives while its scheduler holds it; its outputs move into `tensors`
+    // when it is done, so a long ensemble keeps its tensors, not its steps' calls.
     infer_call* raw = sc.get();
     sc->done = [self = shared_from_this(), i, raw](status result) { self->step_done(i, raw, std::move(result)); };
-    {
-      std::lock_guard lock(mu);
-      step_calls.push_back(sc);
-    }
     if (!model->instances.schedule(sc)) {
       model->stats.record_failure(0, failure_reason::rejected);
       sc->done = nullptr;
@@ -247,14 +246,16 @@ struct ensemble_run : std::enable_shared_from_this<ensemble_run> {
         if (!error) error = std::move(result);
       } else {
         --left;
+        if (sc->batch_data) kept.push_back(sc->batch_data);  // batched outputs view it
         for (const auto& [model_output, tensor] : (*steps)[i].output_map()) {
-          const v2::infer_output* o = sc->response.output(model_output);
-          if (!o) continue;  // a step may leave out an output; whoever reads it fails
+          auto o = std::find_if(sc->response.outputs.begin(), sc->response.outputs.end(),
+                                [&](const v2::infer_output& x) { return x.name == model_output; });
+          if (o == sc->response.outputs.end()) continue;  // a step may leave out an output; whoever reads it fails
           v2::infer_input t;
           t.name = tensor;
           t.datatype = o->datatype;
-          t.shape = o->shape;
-          t.data = v2::tensor_data::view(o->data.bytes());
+          t.shape = std::move(o->shape);
+          t.data = std::move(o->data);
           provide(tensor, std::move(t));
         }
       }

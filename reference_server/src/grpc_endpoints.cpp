@@ -265,6 +265,9 @@ class health_service final : public ::grpc::health::v1::Health::AsyncService {
   explicit health_service(server_state& s) : s_(s) {}
   void Check(unary_context* ctx, const ::grpc::health::v1::HealthCheckRequest*,
              ::grpc::health::v1::HealthCheckResponse* r) {
+    // Triton restricts the standard health check with the `health` category too.
+    if (auto st = grpc_detail::restricted(s_.opts, &ctx->context(), api_category::health))
+      return ctx->finish(to_grpc(st));
     r->set_status(s_.ready() ? ::grpc::health::v1::HealthCheckResponse::SERVING
                              : ::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     ctx->finish(::grpc::Status::OK);

@@ -9,6 +9,7 @@
 #include <inferwire/core/error.hpp>
 
 #include <grpc_service.grpc.pb.h>
+#include <health.grpc.pb.h>
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
@@ -451,6 +452,23 @@ TEST_CASE("parity: restricted APIs over HTTP and gRPC from one table", "[parity]
   const grpc::Status st = stream->Finish();
   CHECK(st.error_code() == grpc::StatusCode::UNAVAILABLE);
   CHECK(st.error_message() == "This protocol is restricted, expecting header 'triton-grpc-protocol-iw-key'");
+  // The standard grpc.health.v1 check is in the `health` category too, as in Triton.
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext hctx;
+    grpc::health::v1::HealthCheckResponse hr;
+    const grpc::Status hs = health->Check(&hctx, grpc::health::v1::HealthCheckRequest{}, &hr);
+    CHECK(hs.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(hs.error_message() == "This protocol is restricted, expecting header 'triton-grpc-protocol-admin'");
+  }
+  {
+    grpc::ClientContext hctx;
+    hctx.AddMetadata("triton-grpc-protocol-admin", "v2");
+    grpc::health::v1::HealthCheckResponse hr;
+    CHECK(health->Check(&hctx, grpc::health::v1::HealthCheckRequest{}, &hr).ok());
+    CHECK(hr.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  }
 }
 
 TEST_CASE("parity: a server that failed to initialise is not live over HTTP and gRPC", "[parity][grpc][launch]") {
