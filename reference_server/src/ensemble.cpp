@@ -247,9 +247,11 @@ struct ensemble_run : std::enable_shared_from_this<ensemble_run> {
       } else {
         --left;
         if (sc->batch_data) kept.push_back(sc->batch_data);  // batched outputs view it
-        for (const auto& [model_output, tensor] : (*steps)[i].output_map()) {
+        for (const auto& map : (*steps)[i].output_map()) {
+          const std::string& model_output = map.first;
+          const std::string& tensor = map.second;
           auto o = std::find_if(sc->response.outputs.begin(), sc->response.outputs.end(),
-                                [&](const v2::infer_output& x) { return x.name == model_output; });
+                                [&model_output](const v2::infer_output& x) { return x.name == model_output; });
           if (o == sc->response.outputs.end()) continue;  // a step may leave out an output; whoever reads it fails
           v2::infer_input t;
           t.name = tensor;
