@@ -4,7 +4,10 @@
 #include <inferwire/v2/json_codec.hpp>
 #include <inferwire/v2/tensor.hpp>
 
+#include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/value.hpp>
+
+#include <set>
 
 
 namespace inferwire::server {
@@ -62,6 +65,62 @@ status add_tensor(const model_config& c, const tensor_config& in, const boost::j
   return {};
 }
 
+// The first top-level key of a JSON object that appears more than once (a parsed document keeps
+// only one of them, so the parse alone cannot tell), found with Boost.JSON's SAX parser.
+class repeated_key_finder {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+  using ec_t = boost::json::error_code;
+  using sv = boost::json::string_view;
+
+  std::string repeated;
+
+  bool on_document_begin(ec_t&) { return true; }
+  bool on_document_end(ec_t&) { return true; }
+  bool on_object_begin(ec_t&) { return ++depth_, true; }
+  bool on_object_end(std::size_t, ec_t&) { return --depth_, true; }
+  bool on_array_begin(ec_t&) { return ++depth_, true; }
+  bool on_array_end(std::size_t, ec_t&) { return --depth_, true; }
+  bool on_key_part(sv s, std::size_t, ec_t&) {
+    if (depth_ == 1) key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(sv s, std::size_t, ec_t&) {
+    if (depth_ != 1) return true;
+    key_.append(s.data(), s.size());
+    if (!seen_.insert(key_).second && repeated.empty()) repeated = key_;
+    key_.clear();
+    return true;
+  }
+  bool on_string_part(sv, std::size_t, ec_t&) { return true; }
+  bool on_string(sv, std::size_t, ec_t&) { return true; }
+  bool on_number_part(sv, ec_t&) { return true; }
+  bool on_int64(std::int64_t, sv, ec_t&) { return true; }
+  bool on_uint64(std::uint64_t, sv, ec_t&) { return true; }
+  bool on_double(double, sv, ec_t&) { return true; }
+  bool on_bool(bool, ec_t&) { return true; }
+  bool on_null(ec_t&) { return true; }
+  bool on_comment_part(sv, ec_t&) { return true; }
+  bool on_comment(sv, ec_t&) { return true; }
+
+ private:
+  int depth_ = 0;
+  std::string key_;
+  std::set<std::string, std::less<>> seen_;
+};
+
+// The repeated top-level key of `body`, or empty (also when the text is not plain JSON: its
+// NaN/Infinity literals were read by parse_json's own pass).
+std::string repeated_top_level_key(std::string_view body) {
+  boost::json::basic_parser<repeated_key_finder> p(boost::json::parse_options{});
+  boost::json::error_code ec;
+  p.write_some(false, body.data(), body.size(), ec);
+  return ec ? std::string() : p.handler().repeated;
+}
+
 }  // namespace
 
 status decode_generate_request(std::string_view body, const model_config& c, const v2::codec_limits& limits,
@@ -73,6 +132,10 @@ status decode_generate_request(std::string_view body, const model_config& c, con
   if (st) return st;
   const boost::json::object* root = jv.if_object();
   if (!root) return {errc::invalid_arg, "the generate request must be a JSON object"};
+  // An input given twice is refused, as /infer refuses it (Triton's text), not the last one
+  // taken.
+  if (const std::string repeated = repeated_top_level_key(body); !repeated.empty() && c.input(repeated))
+    return {errc::invalid_arg, "input '" + quote_input(repeated) + "' already exists in request"};
   // Keys that are not inputs, gathered as the `parameters` of an infer request would be.
   boost::json::object parameters;
   auto place = [&](std::string_view key, const boost::json::value& v) -> status {

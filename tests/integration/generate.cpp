@@ -235,3 +235,15 @@ TEST_CASE("generate_stream: a client that reads nothing for --stall-timeout-secs
   CHECK(waited > std::chrono::milliseconds(1500));
   CHECK(waited < std::chrono::seconds(8));
 }
+
+TEST_CASE("generate: an input given twice is refused, as /infer refuses it", "[generate]") {
+  const std::string ones = "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]";
+  auto r = post("/v2/models/simple/generate",
+                R"({"INPUT0":)" + ones + R"(,"INPUT1":)" + ones + R"(,"INPUT0":)" + ones + "}");
+  CHECK(r.status == 400);
+  CHECK(error_of(r) == "input 'INPUT0' already exists in request");
+  // A repeated key that is not an input keeps the last value, as before.
+  r = post("/v2/models/simple/generate",
+           R"({"INPUT0":)" + ones + R"(,"INPUT1":)" + ones + R"(,"note":"a","note":"b"})");
+  CHECK(r.status == 200);
+}
