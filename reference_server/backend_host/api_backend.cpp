@@ -276,13 +276,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameter(TRITONBACKEND_Request* reques
                                                    const char** key, TRITONSERVER_ParameterType* type,
                                                    const void** vvalue) {
   IW_REQUIRE(request && key && type && vvalue);
-  const auto& ps = request->state->parameters;
-  if (index >= ps.size())
-    return out_of_bounds(index, "request", ps.size(), "parameters");
-  *key = ps[index].name.c_str();
-  *type = ps[index].type;
-  *vvalue = ps[index].value();
-  return nullptr;
+  return inferwire::triton_host::parameter_at(request->state->parameters, index, "request", key, type, vvalue);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request, uint32_t* count) {

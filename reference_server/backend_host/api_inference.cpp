@@ -448,13 +448,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(TRITONSERVER_Inferen
                                                             const char** name, TRITONSERVER_ParameterType* type,
                                                             const void** vvalue) {
   IW_REQUIRE(response && name && type && vvalue);
-  if (index >= response->parameters.size())
-    return out_of_bounds(index, "response", response->parameters.size(), "parameters");
-  const auto& p = response->parameters[index];
-  *name = p.name.c_str();
-  *type = p.type;
-  *vvalue = p.value();
-  return nullptr;
+  return inferwire::triton_host::parameter_at(response->parameters, index, "response", name, type, vvalue);
 }
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputCount(TRITONSERVER_InferenceResponse* response, uint32_t* count) {
   IW_REQUIRE(response && count);

@@ -47,6 +47,15 @@ TRITONSERVER_Error* out_of_bounds(std::uint64_t index, const char* owner, std::s
                                                         " has " + std::to_string(count) + " " + things);
 }
 
+TRITONSERVER_Error* parameter_at(const std::vector<TRITONSERVER_Parameter>& ps, std::uint32_t index, const char* owner,
+                                 const char** key, TRITONSERVER_ParameterType* type, const void** value) {
+  if (index >= ps.size()) return out_of_bounds(index, owner, ps.size(), "parameters");
+  *key = ps[index].name.c_str();
+  *type = ps[index].type;
+  *value = ps[index].value();
+  return nullptr;
+}
+
 TRITONSERVER_Parameter string_parameter(std::string value) {
   TRITONSERVER_Parameter p;
   p.type = TRITONSERVER_PARAMETER_STRING;

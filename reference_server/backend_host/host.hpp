@@ -366,6 +366,11 @@ TRITONSERVER_Error* null_argument(const char* what);
 /// INVALID_ARG "out of bounds index <index>: <owner> has <count> <things>".
 TRITONSERVER_Error* out_of_bounds(std::uint64_t index, const char* owner, std::size_t count, const char* things);
 
+/// Parameter `index` of `ps` as the API hands it out (key, type, value pointer), or
+/// out_of_bounds naming `owner`.
+TRITONSERVER_Error* parameter_at(const std::vector<TRITONSERVER_Parameter>& ps, std::uint32_t index, const char* owner,
+                                 const char** key, TRITONSERVER_ParameterType* type, const void** value);
+
 /// A typed parameter value (its name is set by whoever stores it).
 TRITONSERVER_Parameter string_parameter(std::string value);
 TRITONSERVER_Parameter int_parameter(std::int64_t value);
