@@ -85,6 +85,12 @@ void set_server_calls(server_calls c) {
 
 namespace {
 
+// Whether a model is decoupled and batches, for the two property calls.
+TRITONSERVER_Error* model_properties(const char* model, int64_t version, bool& decoupled, bool& batching) {
+  auto f = server_function(&inferwire::triton_host::server_calls::model_properties);
+  return f ? f(model, version, decoupled, batching) : not_now();
+}
+
 template <class F, class... A>
 TRITONSERVER_Error* json_message(F f, TRITONSERVER_Message** out, A&&... args) {
   if (!out) return null_argument("message");
@@ -329,10 +335,8 @@ TRITONSERVER_Error* TRITONSERVER_ServerModelIsReady(TRITONSERVER_Server* server,
 TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server, const char* model_name,
                                                             const int64_t model_version, uint32_t* flags, void** voidp) {
   IW_REQUIRE(server && model_name && flags);
-  auto f = server_function(&inferwire::triton_host::server_calls::model_properties);
-  if (!f) return not_now();
   bool decoupled = false, batching = false;
-  if (TRITONSERVER_Error* e = f(model_name, model_version, decoupled, batching)) return e;
+  if (TRITONSERVER_Error* e = model_properties(model_name, model_version, decoupled, batching)) return e;
   *flags = batching ? TRITONSERVER_BATCH_FIRST_DIM : TRITONSERVER_BATCH_UNKNOWN;
   if (voidp) *voidp = nullptr;
   return nullptr;
@@ -341,10 +345,8 @@ TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_S
                                                                   const int64_t model_version, uint32_t* txn_flags,
                                                                   void** voidp) {
   IW_REQUIRE(server && model_name && txn_flags);
-  auto f = server_function(&inferwire::triton_host::server_calls::model_properties);
-  if (!f) return not_now();
   bool decoupled = false, batching = false;
-  if (TRITONSERVER_Error* e = f(model_name, model_version, decoupled, batching)) return e;
+  if (TRITONSERVER_Error* e = model_properties(model_name, model_version, decoupled, batching)) return e;
   *txn_flags = decoupled ? TRITONSERVER_TXN_DECOUPLED : TRITONSERVER_TXN_ONE_TO_ONE;
   if (voidp) *voidp = nullptr;
   return nullptr;

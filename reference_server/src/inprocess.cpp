@@ -5,6 +5,7 @@
 #include "host.hpp"
 #include "server.hpp"
 #include "service.hpp"
+#include "triton_backend.hpp"
 
 #include <inferwire/v2/json.hpp>
 
@@ -16,18 +17,6 @@ namespace inferwire::server {
 
 namespace {
 
-TRITONSERVER_Error_Code code_of(errc e) noexcept {
-  switch (e) {
-    case errc::internal: return TRITONSERVER_ERROR_INTERNAL;
-    case errc::not_found: return TRITONSERVER_ERROR_NOT_FOUND;
-    case errc::unavailable: return TRITONSERVER_ERROR_UNAVAILABLE;
-    case errc::unsupported: return TRITONSERVER_ERROR_UNSUPPORTED;
-    case errc::invalid_arg: return TRITONSERVER_ERROR_INVALID_ARG;
-    case errc::already_exists: return TRITONSERVER_ERROR_ALREADY_EXISTS;
-    case errc::cancelled: return TRITONSERVER_ERROR_CANCELLED;
-    default: return TRITONSERVER_ERROR_UNKNOWN;
-  }
-}
 
 // The request as the server's value type. Input data stays where the backend has it (it keeps
 // it until the release callback) when it is one host buffer; pieces or device memory are

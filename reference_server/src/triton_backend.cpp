@@ -26,18 +26,6 @@ namespace {
 
 // --- errors -----------------------------------------------------------------------------------
 
-errc errc_of(TRITONSERVER_Error_Code c) noexcept {
-  switch (c) {
-    case TRITONSERVER_ERROR_INTERNAL: return errc::internal;
-    case TRITONSERVER_ERROR_NOT_FOUND: return errc::not_found;
-    case TRITONSERVER_ERROR_INVALID_ARG: return errc::invalid_arg;
-    case TRITONSERVER_ERROR_UNAVAILABLE: return errc::unavailable;
-    case TRITONSERVER_ERROR_UNSUPPORTED: return errc::unsupported;
-    case TRITONSERVER_ERROR_ALREADY_EXISTS: return errc::already_exists;
-    case TRITONSERVER_ERROR_CANCELLED: return errc::cancelled;
-    default: return errc::unknown;
-  }
-}
 
 // Takes a backend's error: its status, and the error freed.
 status take(TRITONSERVER_Error* e) {
@@ -518,6 +506,25 @@ std::unique_ptr<backend> load_library_model(const model_config& c, const model_l
 }
 
 }  // namespace
+
+errc errc_of(TRITONSERVER_Error_Code c) noexcept {
+  switch (c) {
+    case TRITONSERVER_ERROR_INTERNAL: return errc::internal;
+    case TRITONSERVER_ERROR_NOT_FOUND: return errc::not_found;
+    case TRITONSERVER_ERROR_INVALID_ARG: return errc::invalid_arg;
+    case TRITONSERVER_ERROR_UNAVAILABLE: return errc::unavailable;
+    case TRITONSERVER_ERROR_UNSUPPORTED: return errc::unsupported;
+    case TRITONSERVER_ERROR_ALREADY_EXISTS: return errc::already_exists;
+    case TRITONSERVER_ERROR_CANCELLED: return errc::cancelled;
+    default: return errc::unknown;
+  }
+}
+
+TRITONSERVER_Error_Code code_of(errc e) noexcept {
+  for (int c = TRITONSERVER_ERROR_UNKNOWN; c <= TRITONSERVER_ERROR_CANCELLED; ++c)
+    if (errc_of(static_cast<TRITONSERVER_Error_Code>(c)) == e) return static_cast<TRITONSERVER_Error_Code>(c);
+  return TRITONSERVER_ERROR_UNKNOWN;
+}
 
 std::string backend_config_json(const backend_library_settings& settings, const std::string& backend) {
   // Triton's defaults and the global settings, then the backend's own (later ones win).

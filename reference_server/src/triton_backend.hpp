@@ -7,6 +7,9 @@
 
 #include "logger.hpp"
 
+#include <inferwire/core/error.hpp>
+#include <inferwire/triton/backend_api.h>
+
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -26,6 +29,11 @@ struct backend_library_settings {
 /// From now on make_backend() loads Triton backend libraries as `settings` say, and backend
 /// log lines go to `log`, which must outlive every model.
 void enable_backend_libraries(backend_library_settings settings, logger& log);
+
+/// The API's error codes and the server's, both ways (one table: backends' errors reach clients,
+/// the server's answers reach backends that call it).
+errc errc_of(TRITONSERVER_Error_Code c) noexcept;
+TRITONSERVER_Error_Code code_of(errc e) noexcept;
 
 /// The backend configuration a library gets (TRITONBACKEND_BackendConfig) for `backend`:
 /// {"cmdline": {...}} with Triton's defaults, the global settings and the backend's own.
