@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   const std::string log = "/tmp/bench_batching_" + std::to_string(::getpid()) + ".log";
   pid_t pid = -1;
   const int port = start_reference_server(
-      server, log, pid, {"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/bench/models"});
+      server, log, pid, {"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/bench/models/batching"});
   if (!port || !wait_for_port(port)) {
     std::fprintf(stderr, "the server did not start (log: %s)\n", log.c_str());
     stop(pid);

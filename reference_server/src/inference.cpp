@@ -1005,6 +1005,7 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
   // The instance is free before the responses are encoded: the next batch does not wait.
   gate.release();
   for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->finish(std::move(results[i]));
+  gate.answered();
 }
 
 void expire_call(call_ptr call) {

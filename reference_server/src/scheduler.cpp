@@ -156,7 +156,7 @@ bool batch_queue::push(const queue_ticket& t, call_ptr call, std::int64_t rows, 
 }
 
 void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr>& batch,
-                       std::vector<call_ptr>& rejected, clock::time_point& wake) {
+                       std::vector<call_ptr>& rejected, clock::time_point& wake, const batch_pacing& pace) {
   auto timed_out = [now](const entry& e) { return e.deadline.time_since_epoch().count() != 0 && e.deadline <= now; };
   // Requests past their timeout under REJECT leave the queue with their error.
   expire(now, rejected);
@@ -169,6 +169,7 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
   };
   std::vector<pick> picks;
   const entry* first = nullptr;
+  clock::time_point newest{};
   std::int64_t total = 0;
   bool closed = false;  // the batch cannot grow: full, or the next request does not fit it
   std::vector<std::string_view> groups;  // the sequences in the batch
@@ -181,6 +182,7 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
     }
     if (!e.group.empty()) groups.push_back(e.group);
     if (!first) first = &e;
+    newest = std::max(newest, e.enqueued);
     total += e.rows;
     picks.push_back({level, i, total});
     if (max_batch_ == 0 || total >= max_batch_) closed = true;
@@ -204,7 +206,9 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
       return std::binary_search(preferred_.begin(), preferred_.end(), p.total);
     });
     const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
-    const auto until = first->enqueued + max_delay_;
+    const auto start = std::max(first->enqueued, pace.free_since);
+    const auto until = std::min(std::max({start, pace.answered, newest}) + max_delay_,
+                                start + std::max<clock::duration>(max_delay_, pace.stretch));
     if (!preferred_reached && total < target && now < until && !flushed) {
       wake = until;
       return;
@@ -396,7 +400,23 @@ void instance_gate::flush() {
 void instance_gate::release() {
   {
     std::lock_guard lock(mu_);
-    --running_;
+    const auto now = clock::now();
+    if (running_-- == instances_) pace_.free_since = now;
+    ++answering_;
+    if (!started_.empty()) {  // the oldest running batch stands for the one that ended
+      const clock::duration took = now - started_.front();
+      started_.pop_front();
+      pace_.stretch = pace_.stretch.count() == 0 ? took : (pace_.stretch * 7 + took) / 8;
+    }
+  }
+  dispatch();
+}
+
+void instance_gate::answered() {
+  {
+    std::lock_guard lock(mu_);
+    if (answering_) --answering_;
+    pace_.answered = clock::now();
   }
   dispatch();
 }
@@ -414,9 +434,12 @@ void instance_gate::dispatch(bool run_here) {
     queue_.expire(now, rejected);
     while (running_ < instances_) {
       std::vector<call_ptr> batch;
-      queue_.take(now, flushed_, batch, rejected, wake);
+      batch_pacing pace = pace_;
+      if (answering_) pace.answered = now;  // the delay counts from the answers
+      queue_.take(now, flushed_, batch, rejected, wake, pace);
       if (batch.empty()) break;
       ++running_;
+      started_.push_back(now);
       taken += batch.size();
       batches.push_back(std::move(batch));
     }

@@ -84,6 +84,14 @@ struct queue_ticket {
   bool delay = false;             ///< timeout_action DELAY: served after those still in time
 };
 
+/// What a batch that can grow waits for (batch_queue::take), from the gate in front of the
+/// instances.
+struct batch_pacing {
+  clock::time_point free_since{};  ///< since when an instance has been free (epoch: long ago)
+  clock::time_point answered{};    ///< when the batch that freed it was answered
+  clock::duration stretch{};       ///< the recent execution time
+};
+
 /// Triton's dynamic batcher and its queue policy over the requests that wait for one model
 /// version's instances, as plain code: no lock, no thread, no clock (every time is an argument).
 ///
@@ -119,8 +127,18 @@ class batch_queue {
   /// The next batch at `now` into `batch`, or none: `wake` then says until when it waits for
   /// more requests, or stays epoch when nothing waits. Requests past their timeout under REJECT
   /// leave the queue into `rejected`. `flushed`: batches no longer wait for more requests.
+  ///
+  /// How long a batch that can grow waits for company (`pace`): from `start`, the later of its
+  /// oldest request's arrival and `pace.free_since`, max_queue_delay_microseconds after the
+  /// later of `start`, `pace.answered` and its newest request's arrival, but never past `start`
+  /// plus the larger of the delay and `pace.stretch`. So requests that waited for a busy
+  /// instance still give the requests right behind them (the next ones of the clients just
+  /// answered) the delay to join once the answers went out, and a wave of requests that takes
+  /// longer than the delay to arrive, each less than the delay after the one before, goes as one
+  /// batch, not split in two executions; no request waits for company longer than the larger of
+  /// the delay and a recent execution.
   void take(clock::time_point now, bool flushed, std::vector<call_ptr>& batch, std::vector<call_ptr>& rejected,
-            clock::time_point& wake);
+            clock::time_point& wake, const batch_pacing& pace = batch_pacing{});
   /// Moves the requests past their timeout under REJECT at `now` into `rejected`.
   void expire(clock::time_point now, std::vector<call_ptr>& rejected);
   /// The earliest deadline of a request waiting under REJECT (when it must be answered), or
@@ -164,8 +182,9 @@ class instance_gate;
 
 /// What the gates hand their work to (the server's is inference_runner()): a small call, run
 /// on the thread that scheduled it; a batch, run on the pool thread it is called on (the runner
-/// calls `gate.release()` once the execution is over, before it completes the calls); a
-/// request whose queue timeout expired under REJECT. Each completes its calls.
+/// calls `gate.release()` once the execution is over, before it completes the calls, and
+/// `gate.answered()` once it completed them); a request whose queue timeout expired under
+/// REJECT. Each completes its calls.
 struct batch_runner {
   void (*run_one)(infer_call& call);
   void (*run)(std::vector<call_ptr>&& batch, instance_gate& gate);
@@ -213,6 +232,9 @@ class instance_gate {
   /// Called by the runner once a batch's execution is over (before it reports, so the next
   /// batch does not wait for responses to be encoded): hands the instance to the next batch.
   void release();
+  /// Called by the runner once it answered the calls of a batch it released: a batch waiting
+  /// for company gives the answered clients' next requests the queue delay from now.
+  void answered();
   /// From now on, batches do not wait for more requests (their queue delay): what is queued
   /// runs now, and the delay timer is cancelled (a pending one would hold the execution pool,
   /// and so the exit, until it fires: up to 2^40 us after the last delayed batch). For a
@@ -243,6 +265,11 @@ class instance_gate {
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;
   bool flushed_ = false;  ///< under mu_: flush() was called
+  /// Under mu_: when an instance last came free while all were busy, when that batch's answers
+  /// went out, and the recent execution time (batch_queue::take's pacing).
+  batch_pacing pace_;
+  std::size_t answering_ = 0;              ///< under mu_: batches released and not yet answered
+  std::deque<clock::time_point> started_;  ///< under mu_: when the running batches left the queue
 };
 
 /// Whether a request is small enough to execute on the thread that received it (HTTP I/O

@@ -51,9 +51,9 @@ struct taken {
   std::vector<srv::call_ptr> batch, rejected;
   srv::clock::time_point wake{};
 };
-taken take(srv::batch_queue& q, srv::clock::time_point now, bool flushed = false) {
+taken take(srv::batch_queue& q, srv::clock::time_point now, bool flushed = false, const srv::batch_pacing& pace = {}) {
   taken t;
-  q.take(now, flushed, t.batch, t.rejected, t.wake);
+  q.take(now, flushed, t.batch, t.rejected, t.wake, pace);
   return t;
 }
 
@@ -123,6 +123,66 @@ TEST_CASE("batch_queue: a partial batch waits for the oldest request's queue del
   t = take(q, t0 + 2ms, true);
   REQUIRE(t.batch.size() == 1);
   CHECK(t.batch[0] == c);
+}
+
+TEST_CASE("batch_queue: requests that waited for a busy instance wait the delay for the answered clients",
+          "[scheduler]") {
+  // A wave of requests answered together comes back together: the first of the next wave must
+  // not leave alone, with the rest of it queued behind its execution (the wave split in two).
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 100 }", 8));
+  auto a = push(q, t0);  // waited behind the busy instance
+  srv::batch_pacing pace;
+  pace.free_since = t0 + 5ms;     // the instance came free
+  pace.answered = t0 + 5200us;    // the batch that ran there was answered
+  pace.stretch = 5ms;
+  // Before the delay after the answers, the batch waits, although its request waited 5 ms.
+  auto t = take(q, t0 + 5250us, false, pace);
+  CHECK(t.batch.empty());
+  CHECK(t.wake == t0 + 5300us);
+  auto b = push(q, t0 + 5280us);
+  t = take(q, t0 + 5300us, false, pace);
+  CHECK(t.batch.empty());
+  CHECK(t.wake == t0 + 5380us);  // b came less than the delay after the one before: more may come
+  t = take(q, t0 + 5380us, false, pace);
+  REQUIRE(t.batch.size() == 2);
+  CHECK(t.batch[0] == a);
+  CHECK(t.batch[1] == b);
+  // Without the pacing (an instance free all along), the oldest's delay alone counts.
+  auto c = push(q, t0);
+  CHECK(take(q, t0 + 100us).batch.size() == 1);
+  CHECK(c);
+}
+
+TEST_CASE("batch_queue: a wave slower than the delay goes as one batch, for at most an execution",
+          "[scheduler]") {
+  srv::batch_queue q;
+  q.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 100 }", 64));
+  srv::batch_pacing pace;
+  pace.stretch = 1ms;
+  // One request every 80 µs: each came within the delay of the one before, so the batch waits on.
+  auto now = t0;
+  for (int i = 0; i < 13; ++i, now += 80us) {
+    push(q, now);
+    auto t = take(q, now, false, pace);
+    CHECK(t.batch.empty());
+    CHECK(t.wake == std::min(now + 100us, t0 + 1ms));
+  }
+  // It goes at the first request's arrival + one execution, whatever keeps coming.
+  CHECK(take(q, t0 + 999us, false, pace).batch.empty());
+  CHECK(take(q, t0 + 1ms, false, pace).batch.size() == 13);
+  // A pause longer than the delay ends the wave.
+  srv::batch_queue r;
+  r.configure(config_of("dynamic_batching { max_queue_delay_microseconds: 100 }", 64));
+  push(r, t0);
+  push(r, t0 + 80us);
+  auto t = take(r, t0 + 180us, false, pace);
+  CHECK(t.batch.size() == 2);
+  // Without a measured execution the delay is the whole wait, as Triton's.
+  push(r, t0 + 1s);
+  push(r, t0 + 1s + 80us);
+  t = take(r, t0 + 1s + 100us);
+  CHECK(t.batch.size() == 2);
 }
 
 TEST_CASE("batch_queue: preferred batch sizes", "[scheduler]") {
@@ -424,6 +484,7 @@ void fake_run(std::vector<srv::call_ptr>&& batch, srv::instance_gate& gate) {
   lock.unlock();
   gate.release();
   for (auto& c : batch) c->finish({});
+  gate.answered();
 }
 void fake_expire(srv::call_ptr call) {
   {
