@@ -1003,7 +1003,7 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
   }
   for (auto& c : batch) release_sequence(*c);
   // The instance is free before the responses are encoded: the next batch does not wait.
-  gate.release();
+  gate.release(batch);
   for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->finish(std::move(results[i]));
   gate.answered();
 }

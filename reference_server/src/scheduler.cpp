@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace inferwire::server {
 
@@ -108,19 +109,29 @@ void batch_queue::configure(const model_config& c) {
                        ? static_cast<std::size_t>(b.default_priority_level() - 1)
                        : levels - 1;
   // Gathering: Triton's dynamic batcher, for models that batch and are neither sequences
-  // (the sequence batcher's) nor decoupled; and the sequence batcher's `oldest` strategy.
-  oldest_ = c.sequence && c.max_batch_size > 0 && !c.decoupled && c.proto.sequence_batching().has_oldest();
+  // (the sequence batcher's) nor decoupled; and the sequence batcher, `oldest` or `direct`.
+  const auto& sb = c.proto.sequence_batching();
+  const bool sequences = c.sequence && c.max_batch_size > 0 && !c.decoupled;
+  const bool oldest = sequences && sb.has_oldest();
+  const bool direct = sequences && !oldest;
   sequence_timeouts_ = c.sequence.has_value();
-  const bool gathers = oldest_ || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
+  const bool gathers = sequences || (c.proto.has_dynamic_batching() && c.max_batch_size > 0 && !c.sequence && !c.decoupled);
   max_batch_ = gathers ? c.max_batch_size : 0;
   preferred_.clear();
-  const auto& preferred = oldest_ ? c.proto.sequence_batching().oldest().preferred_batch_size() : b.preferred_batch_size();
-  if (gathers)
-    for (auto p : preferred)
+  running_groups_.clear();
+  if (gathers && !direct)
+    for (auto p : oldest ? sb.oldest().preferred_batch_size() : b.preferred_batch_size())
       if (p > 0 && p <= max_batch_) preferred_.push_back(p);
   std::sort(preferred_.begin(), preferred_.end());
-  const std::uint64_t delay = oldest_ ? c.proto.sequence_batching().oldest().max_queue_delay_microseconds()
-                                      : b.max_queue_delay_microseconds();
+  target_ = preferred_.empty() ? max_batch_ : preferred_.back();
+  if (direct) {
+    // Triton's slots: the batch goes once this share of them has a request ready.
+    const double share = std::clamp(static_cast<double>(sb.direct().minimum_slot_utilization()), 0.0, 1.0);
+    target_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(share * static_cast<double>(max_batch_))));
+  }
+  const std::uint64_t delay = oldest   ? sb.oldest().max_queue_delay_microseconds()
+                              : direct ? sb.direct().max_queue_delay_microseconds()
+                                       : b.max_queue_delay_microseconds();
   max_delay_ = std::chrono::microseconds(std::min<std::uint64_t>(delay, std::uint64_t{1} << 40));
 }
 
@@ -175,8 +186,12 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
   std::vector<std::string_view> groups;  // the sequences in the batch
   auto consider = [&](std::size_t level, std::size_t i) {
     const entry& e = queues_[level][i];
-    if (first && (e.key != first->key || total + e.rows > max_batch_ ||
-                  (!e.group.empty() && std::find(groups.begin(), groups.end(), e.group) != groups.end()))) {
+    // A sequence with a request running or in this batch: its request waits for it (so do its
+    // later ones, of the same sequence), the others may still join.
+    if (!e.group.empty() && (running_groups_.count(e.group) != 0 ||
+                             std::find(groups.begin(), groups.end(), e.group) != groups.end()))
+      return true;
+    if (first && (e.key != first->key || total + e.rows > max_batch_)) {
       closed = true;
       return false;
     }
@@ -205,7 +220,7 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
     const bool preferred_reached = std::any_of(picks.begin(), picks.end(), [&](const pick& p) {
       return std::binary_search(preferred_.begin(), preferred_.end(), p.total);
     });
-    const std::int64_t target = preferred_.empty() ? max_batch_ : preferred_.back();
+    const std::int64_t target = target_;
     const auto start = std::max(first->enqueued, pace.free_since);
     const auto until = std::min(std::max({start, pace.answered, newest}) + max_delay_,
                                 start + std::max<clock::duration>(max_delay_, pace.stretch));
@@ -223,7 +238,11 @@ void batch_queue::take(clock::time_point now, bool flushed, std::vector<call_ptr
         break;
       }
   batch.reserve(n);
-  for (std::size_t k = 0; k < n; ++k) batch.push_back(std::move(queues_[picks[k].level][picks[k].index].call));
+  for (std::size_t k = 0; k < n; ++k) {
+    entry& e = queues_[picks[k].level][picks[k].index];
+    if (!e.group.empty()) running_groups_.insert(e.group);
+    batch.push_back(std::move(e.call));
+  }
   // Remove the taken entries, from the back of each queue so the indices stay valid.
   std::sort(picks.begin(), picks.begin() + static_cast<std::ptrdiff_t>(n),
             [](const pick& a, const pick& b) { return a.level != b.level ? a.level < b.level : a.index > b.index; });
@@ -258,6 +277,11 @@ void batch_queue::expire(clock::time_point now, std::vector<call_ptr>& rejected)
   }
 }
 
+void batch_queue::ran(std::string_view group) {
+  if (group.empty()) return;
+  if (auto it = running_groups_.find(group); it != running_groups_.end()) running_groups_.erase(it);
+}
+
 clock::time_point batch_queue::next_deadline() const {
   return reject_deadlines_.empty() ? clock::time_point{} : *reject_deadlines_.begin();
 }
@@ -267,10 +291,9 @@ clock::time_point batch_queue::next_deadline() const {
 namespace {
 
 // A model whose small requests may run on the thread that received them: no artificial delay,
-// no batcher.
+// no batcher, no sequences (whose requests run one at a time, in order, through the queue).
 bool inline_model(const model_config& c) {
-  return !(c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching() ||
-           (c.sequence && c.proto.sequence_batching().has_oldest()));
+  return !(c.parameters.count("execute_delay_ms") || c.proto.has_dynamic_batching() || c.sequence);
 }
 
 bool small_request(bool on_gpu, const v2::infer_request& request, const tensor_places& places) {
@@ -339,8 +362,7 @@ void instance_gate::configure(std::size_t instances, const model_config& c, bool
   on_gpu_ = on_gpu;
   inline_ok_ = inline_model(c);
   impl_ = impl;
-  // A sequence's requests run in order: one `oldest` batch at a time.
-  instances_ = queue_.one_at_a_time() ? 1 : (instances ? instances : 1);
+  instances_ = instances ? instances : 1;
 }
 
 queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
@@ -364,11 +386,9 @@ bool instance_gate::schedule(const call_ptr& call) {
   }
   // The queue policy (schedule_policy): the request's priority level and how long it may wait.
   const queue_ticket t = ticket(unsigned_parameter(call->request, "priority"), unsigned_parameter(call->request, "timeout"));
-  std::string key, group;
-  if (queue_.gathers()) {
-    key = batch_key(call->request);
-    if (queue_.one_at_a_time()) group = call->held_sequence;  // an `oldest` model is a sequence model
-  }
+  std::string key;
+  if (queue_.gathers()) key = batch_key(call->request);
+  std::string group = call->held_sequence;  // a sequence's requests run one at a time
   if (submit(t, call, call->batch_size, std::move(key), std::move(group))) return true;
   if (sequences_) sequences_->release(call->held_sequence, std::exchange(call->sequence_hold, 0));
   return false;
@@ -397,9 +417,11 @@ void instance_gate::flush() {
   dispatch(false);
 }
 
-void instance_gate::release() {
+void instance_gate::release(const std::vector<call_ptr>& batch) {
   {
     std::lock_guard lock(mu_);
+    for (const auto& c : batch)
+      if (c) queue_.ran(c->held_sequence);
     const auto now = clock::now();
     if (running_-- == instances_) pace_.free_since = now;
     ++answering_;

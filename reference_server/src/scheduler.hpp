@@ -104,18 +104,22 @@ struct batch_pacing {
 /// cut at the largest one they reach); otherwise it waits for more requests until the oldest
 /// has waited max_queue_delay_microseconds. A request past its timeout is rejected (REJECT: at
 /// its deadline, see expire()) or served after the requests of its level still in time
-/// (DELAY). Models without dynamic batching run one request per batch. A sequence model with
-/// the `oldest` strategy batches the same way, one request per sequence in a batch.
+/// (DELAY). Models without dynamic batching run one request per batch.
+///
+/// A sequence model's requests carry their sequence as their `group`: a batch holds at most
+/// one request of a sequence, and a sequence with a request running (taken and not yet ran())
+/// is passed over until it is done, so each sequence's requests run one at a time, in order,
+/// whatever the instance count. With `max_batch_size > 0` the sequence batcher gathers too:
+/// `oldest` as the dynamic batcher (its own delay and preferred sizes); `direct` goes as soon
+/// as ceil(minimum_slot_utilization x max_batch_size) sequences (at least one) have a request
+/// ready, or when its max_queue_delay_microseconds has passed.
 class batch_queue {
  public:
   /// From the model's configuration (levels, their policies, batch sizes, delay).
   void configure(const model_config& config);
   /// Whether requests are gathered into batches: dynamic_batching with max_batch_size > 0 (not
-  /// a sequence or decoupled model), or a sequence model with the `oldest` strategy.
+  /// a sequence or decoupled model), or a sequence model (not decoupled) with max_batch_size > 0.
   bool gathers() const noexcept { return max_batch_ > 0; }
-  /// The sequence batcher's `oldest` strategy: one batch at a time, so that a sequence's
-  /// requests run in order.
-  bool one_at_a_time() const noexcept { return oldest_; }
   /// The ticket at `now` of a request with these `priority` and `timeout` (µs) parameters, 0
   /// meaning none. As Triton: priority 0 or past the model's levels takes the default level; a
   /// request timeout applies when its level allows overrides, and never lengthens the default.
@@ -146,6 +150,9 @@ class batch_queue {
   clock::time_point next_deadline() const;
   /// The requests waiting.
   std::size_t size() const noexcept { return size_; }
+  /// A request of the sequence `group` that take() handed out ran: the sequence's next request
+  /// may be taken.
+  void ran(std::string_view group);
 
  private:
   struct policy {
@@ -166,8 +173,9 @@ class batch_queue {
   std::size_t default_level_ = 0;
   std::int64_t max_batch_ = 0;                 ///< 0: no gathering
   bool sequence_timeouts_ = false;  ///< a sequence model: a request's `timeout` rejects it from the queue
-  bool oldest_ = false;
   std::vector<std::int64_t> preferred_;        ///< ascending
+  std::int64_t target_ = 0;                    ///< a batch this large goes without waiting for company
+  std::multiset<std::string, std::less<>> running_groups_;  ///< sequences with a request taken, not yet ran()
   std::chrono::microseconds max_delay_{0};
   std::vector<policy> policies_{policy{}};     ///< per level, highest priority first
   std::vector<std::deque<entry>> queues_{1};   ///< per level
@@ -182,7 +190,7 @@ class instance_gate;
 
 /// What the gates hand their work to (the server's is inference_runner()): a small call, run
 /// on the thread that scheduled it; a batch, run on the pool thread it is called on (the runner
-/// calls `gate.release()` once the execution is over, before it completes the calls, and
+/// calls `gate.release(batch)` once the execution is over, before it completes the calls, and
 /// `gate.answered()` once it completed them); a request whose queue timeout expired under
 /// REJECT. Each completes its calls.
 struct batch_runner {
@@ -229,9 +237,10 @@ class instance_gate {
   bool submit(const queue_ticket& t, call_ptr call, std::int64_t rows, std::string key, std::string group = {});
   /// The ticket of a request with these parameters, now (batch_queue::ticket).
   queue_ticket ticket(std::uint64_t priority, std::uint64_t timeout_us) const;
-  /// Called by the runner once a batch's execution is over (before it reports, so the next
-  /// batch does not wait for responses to be encoded): hands the instance to the next batch.
-  void release();
+  /// Called by the runner once the execution of `batch` is over (before it reports, so the next
+  /// batch does not wait for responses to be encoded): hands the instance to the next batch,
+  /// and the next request of each sequence in it may run.
+  void release(const std::vector<call_ptr>& batch);
   /// Called by the runner once it answered the calls of a batch it released: a batch waiting
   /// for company gives the answered clients' next requests the queue delay from now.
   void answered();

@@ -341,15 +341,50 @@ TEST_CASE("batch_queue: the oldest strategy puts one request of a sequence in a 
   srv::batch_queue q;
   q.configure(config_of("sequence_batching { oldest { max_candidate_sequences: 4 } }", 8));
   REQUIRE(q.gathers());
-  CHECK(q.one_at_a_time());
   auto a1 = push(q, t0, 1, "k", 0, 0, "u:1");
-  auto b1 = push(q, t0, 1, "k", 0, 0, "u:2");
   auto a2 = push(q, t0, 1, "k", 0, 0, "u:1");
+  auto b1 = push(q, t0, 1, "k", 0, 0, "u:2");
   auto t = take(q, t0);
   REQUIRE(t.batch.size() == 2);
   CHECK(t.batch[0] == a1);
-  CHECK(t.batch[1] == b1);
+  CHECK(t.batch[1] == b1);  // a2 is passed over, not the end of the batch
+  // a2 waits until a1 ran, although another instance could take it.
+  CHECK(take(q, t0).batch.empty());
+  q.ran("u:2");
+  CHECK(take(q, t0).batch.empty());
+  q.ran("u:1");
   CHECK(take(q, t0).batch.at(0) == a2);
+}
+
+TEST_CASE("batch_queue: the direct strategy goes at its minimum slot utilization", "[scheduler][sequence]") {
+  srv::batch_queue q;
+  q.configure(config_of("sequence_batching { direct { max_queue_delay_microseconds: 1000 "
+                        "minimum_slot_utilization: 0.5 } }",
+                        4));
+  REQUIRE(q.gathers());
+  auto a = push(q, t0, 1, "k", 0, 0, "u:1");
+  push(q, t0, 1, "k", 0, 0, "u:1");  // the same sequence fills no second slot
+  auto t = take(q, t0);
+  CHECK(t.batch.empty());
+  CHECK(t.wake == t0 + 1ms);
+  auto b = push(q, t0 + 10us, 1, "k", 0, 0, "u:2");
+  t = take(q, t0 + 10us);  // 2 of 4 slots ready: half
+  REQUIRE(t.batch.size() == 2);
+  CHECK(t.batch[0] == a);
+  CHECK(t.batch[1] == b);
+  q.ran("u:1");
+  q.ran("u:2");
+  // Below the utilization the batch goes at the delay.
+  t = take(q, t0 + 20us);
+  CHECK(t.batch.empty());
+  CHECK(take(q, t0 + 1ms).batch.size() == 1);
+
+  // By default a batch goes as soon as one slot is ready.
+  srv::batch_queue plain;
+  plain.configure(config_of("sequence_batching { }", 4));
+  REQUIRE(plain.gathers());
+  push(plain, t0, 1, "k", 0, 0, "u:1");
+  CHECK(take(plain, t0).batch.size() == 1);
 }
 
 TEST_CASE("runs_inline, batch_key and sequence_group read the request", "[scheduler]") {
@@ -482,7 +517,7 @@ void fake_run(std::vector<srv::call_ptr>&& batch, srv::instance_gate& gate) {
   rec->cv.wait(lock, [] { return !rec->hold; });
   --rec->holding;
   lock.unlock();
-  gate.release();
+  gate.release(batch);
   for (auto& c : batch) c->finish({});
   gate.answered();
 }
@@ -616,20 +651,31 @@ TEST_CASE("instance_gate: a small call of a plain model runs on the scheduling t
   CHECK(f.r.inline_runs == 1);
 }
 
-TEST_CASE("instance_gate: the oldest strategy runs one batch at a time whatever the instance count",
-          "[scheduler]") {
-  gate_fixture f("sequence_batching { oldest { max_candidate_sequences: 4 } }", 4, 1);
-  for (int i = 0; i < 3; ++i) {
+TEST_CASE("instance_gate: sequences run on every instance, each sequence one request at a time",
+          "[scheduler][sequence]") {
+  auto strategy = GENERATE(std::string("oldest { max_candidate_sequences: 4 }"), std::string("direct { }"));
+  INFO(strategy);
+  gate_fixture f("sequence_batching { " + strategy + " }", 4, 1);
+  // Sequences 1, 2, 3, then a second request of sequence 1.
+  for (int i : {1, 2, 3, 1}) {
     auto c = f.call();
-    c->request.parameters.set("sequence_id", std::uint64_t(i + 1));
+    c->request.parameters.set("sequence_id", std::uint64_t(i));
     REQUIRE(f.gate->schedule(c));
   }
-  f.r.wait([&] { return f.r.batches.size() == 1; });
-  f.let_go();
+  // Three instances run the three sequences at once; sequence 1's second request waits for its
+  // first, although a fourth instance is free.
   f.r.wait([&] { return f.r.batches.size() == 3; });
+  {
+    std::lock_guard lock(f.r.mu);
+    CHECK(f.r.holding == 3);
+  }
+  CHECK(f.stats.pending() == 1);
+  f.let_go();
+  f.r.wait([&] { return f.r.batches.size() == 4; });
   f.pool.join();
-  CHECK(f.r.max_holding == 1);
-  CHECK(f.done == 3);
+  CHECK(f.r.max_holding == 3);
+  CHECK(f.done == 4);
+  CHECK(f.r.inline_runs == 0);
 }
 
 TEST_CASE("batch_queue: a sequence model rejects a waiting request at its own timeout", "[scheduler][sequence]") {
