@@ -286,6 +286,34 @@ clock::time_point batch_queue::next_deadline() const {
   return reject_deadlines_.empty() ? clock::time_point{} : *reject_deadlines_.begin();
 }
 
+// --- preserve_ordering ---------------------------------------------------------------------------
+
+std::uint64_t completion_order::take() {
+  std::lock_guard lock(mu_);
+  return next_in_++;
+}
+
+void completion_order::complete(std::uint64_t number, std::function<void()> completion) {
+  std::unique_lock lock(mu_);
+  ready_.emplace(number, std::move(completion));
+  if (draining_) return;  // the thread draining runs it in its turn
+  draining_ = true;
+  while (!ready_.empty() && ready_.begin()->first == next_out_) {
+    auto next = std::move(ready_.begin()->second);
+    ready_.erase(ready_.begin());
+    ++next_out_;
+    lock.unlock();
+    if (next) next();
+    lock.lock();
+  }
+  draining_ = false;
+}
+
+std::size_t completion_order::waiting() {
+  std::lock_guard lock(mu_);
+  return ready_.size();
+}
+
 // --- what runs where -------------------------------------------------------------------------
 
 namespace {
@@ -363,6 +391,9 @@ void instance_gate::configure(std::size_t instances, const model_config& c, bool
   inline_ok_ = inline_model(c);
   impl_ = impl;
   instances_ = instances ? instances : 1;
+  order_ = queue_.gathers() && !c.sequence && !c.decoupled && c.proto.dynamic_batching().preserve_ordering()
+               ? std::make_shared<completion_order>()
+               : nullptr;
 }
 
 queue_ticket instance_gate::ticket(std::uint64_t priority, std::uint64_t timeout_us) const {
@@ -389,7 +420,21 @@ bool instance_gate::schedule(const call_ptr& call) {
   std::string key;
   if (queue_.gathers()) key = batch_key(call->request);
   std::string group = call->held_sequence;  // a sequence's requests run one at a time
+  // preserve_ordering: the call completes in its turn among the requests queued before it.
+  std::uint64_t number = 0;
+  std::shared_ptr<std::function<void(status)>> completion;
+  if (order_) {
+    number = order_->take();
+    completion = std::make_shared<std::function<void(status)>>(std::move(call->done));
+    call->done = [order = order_, number, completion](status st) {
+      order->complete(number, [completion, st = std::move(st)]() mutable { (*completion)(std::move(st)); });
+    };
+  }
   if (submit(t, call, call->batch_size, std::move(key), std::move(group))) return true;
+  if (order_) {  // never queued: its completion is the caller's again, and the later ones go on
+    call->done = std::move(*completion);
+    order_->skip(number);
+  }
   if (sequences_) sequences_->release(call->held_sequence, std::exchange(call->sequence_hold, 0));
   return false;
 }

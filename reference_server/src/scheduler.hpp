@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -188,6 +189,27 @@ class batch_queue {
 
 class instance_gate;
 
+/// The dynamic batcher's `preserve_ordering`: completions released in the order their
+/// requests were queued. Each request takes a number (take()); its completion, handed to
+/// complete() from whatever thread, runs once every earlier number completed, on the thread
+/// that completed the last one missing, one at a time.
+class completion_order {
+ public:
+  std::uint64_t take();
+  /// Runs `completion` now or once the requests before `number` completed.
+  void complete(std::uint64_t number, std::function<void()> completion);
+  /// `number` will not complete (its request was never queued): the later ones go on.
+  void skip(std::uint64_t number) { complete(number, nullptr); }
+  /// Completions waiting for an earlier one.
+  std::size_t waiting();
+
+ private:
+  std::mutex mu_;
+  std::uint64_t next_in_ = 0, next_out_ = 0;
+  std::map<std::uint64_t, std::function<void()>> ready_;
+  bool draining_ = false;  ///< a thread runs the completions in order
+};
+
 /// What the gates hand their work to (the server's is inference_runner()): a small call, run
 /// on the thread that scheduled it; a batch, run on the pool thread it is called on (the runner
 /// calls `gate.release(batch)` once the execution is over, before it completes the calls, and
@@ -274,6 +296,7 @@ class instance_gate {
   std::weak_ptr<instance_gate> self_;
   std::unique_ptr<wake_timer> timer_;
   bool flushed_ = false;  ///< under mu_: flush() was called
+  std::shared_ptr<completion_order> order_;  ///< preserve_ordering: completions in queue order
   /// Under mu_: when an instance last came free while all were busy, when that batch's answers
   /// went out, and the recent execution time (batch_queue::take's pacing).
   batch_pacing pace_;

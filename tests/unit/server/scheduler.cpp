@@ -700,3 +700,53 @@ TEST_CASE("batch_queue: a sequence model rejects a waiting request at its own ti
   plain.configure(config_of(""));
   CHECK(plain.ticket(0, 250'000, t0).deadline == srv::clock::time_point{});
 }
+
+TEST_CASE("completion_order: completions run in queue order, whatever order they come in", "[scheduler]") {
+  srv::completion_order order;
+  std::vector<int> ran;
+  const auto a = order.take(), b = order.take(), c = order.take(), d = order.take();
+  order.complete(c, [&] { ran.push_back(2); });
+  order.complete(b, [&] { ran.push_back(1); });
+  CHECK(ran.empty());  // a is not done
+  CHECK(order.waiting() == 2);
+  order.complete(a, [&] { ran.push_back(0); });
+  CHECK(ran == std::vector<int>{0, 1, 2});
+  // A number that never completes (its request was refused) does not hold the later ones.
+  const auto e = order.take();
+  order.complete(e, [&] { ran.push_back(4); });
+  order.skip(d);
+  CHECK(ran == std::vector<int>{0, 1, 2, 4});
+  CHECK(order.waiting() == 0);
+}
+
+TEST_CASE("instance_gate: preserve_ordering answers in arrival order; a refused request holds nothing",
+          "[scheduler]") {
+  gate_fixture f("dynamic_batching { preserve_ordering: true default_queue_policy { max_queue_size: 2 } }", 2, 1);
+  std::mutex mu;
+  std::vector<int> answered;
+  auto numbered = [&](int n) {
+    auto c = f.call();
+    c->done = [&, n](inferwire::status) {
+      std::lock_guard lock(mu);
+      answered.push_back(n);
+      ++f.done;
+    };
+    return c;
+  };
+  // Two run (two instances), two wait, the fifth is refused with its completion untouched.
+  for (int n = 0; n < 4; ++n) REQUIRE(f.gate->schedule(numbered(n)));
+  f.r.wait([&] { return f.r.batches.size() == 2; });
+  auto refused = numbered(99);
+  CHECK_FALSE(f.gate->schedule(refused));
+  REQUIRE(refused->done);
+  refused->finish({});  // the service answers it at once: it waits for nobody
+  {
+    std::lock_guard lock(mu);
+    CHECK(answered == std::vector<int>{99});
+  }
+  f.let_go();
+  f.r.wait([&] { return f.r.batches.size() == 4; });
+  f.pool.join();
+  CHECK(f.done == 5);
+  CHECK(answered == std::vector<int>{99, 0, 1, 2, 3});
+}
