@@ -438,7 +438,7 @@ auto basic_client<Stream>::prepare_generate_stream(model_id m, const boost::json
                                                    std::function<void(boost::json::object&&)> on_event,
                                                    const call_options& o) -> prepared<void> {
   auto c = detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o);
-  c->body_sink = detail::sse_splitter(std::move(on_event));
+  c->body_sink = detail::sse_splitter(std::move(on_event), state_->options.max_response_size);
   return {std::move(c), &detail::parse_empty};
 }
 

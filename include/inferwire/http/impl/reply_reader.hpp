@@ -144,16 +144,24 @@ T parse_json_as(reply& r, error_code& ec) {
 // generate_stream's body: Server-Sent Events, each `data: <JSON object>` followed by a blank
 // line (other SSE fields, if a server sent them, are skipped). Fed bytes as they arrive; each
 // complete event's object goes to `on_event`. False: an event that is not a JSON object, an
-// unfinished event at the end, or an exception out of `on_event`.
+// unfinished event at the end, an event longer than `max_event` bytes, or an exception out of
+// `on_event`. Each byte is searched once (the search for the blank line resumes where the last
+// one stopped), so a long event costs time in proportion to its length.
 class sse_splitter {
  public:
-  explicit sse_splitter(std::function<void(boost::json::object&&)> on_event) : on_event_(std::move(on_event)) {}
+  explicit sse_splitter(std::function<void(boost::json::object&&)> on_event,
+                        std::size_t max_event = std::string::npos)
+      : on_event_(std::move(on_event)), max_event_(max_event) {}
   bool operator()(std::string_view bytes, bool end) {
     pending_.append(bytes);
     std::size_t at = 0;
-    for (std::size_t blank; (blank = pending_.find("\n\n", at)) != std::string::npos; at = blank + 2)
+    // A blank line may straddle the previous read's end: look again from its last byte.
+    for (std::size_t blank; (blank = pending_.find("\n\n", std::max(at, scanned_))) != std::string::npos;
+         at = blank + 2, scanned_ = at)
       if (!event(std::string_view(pending_).substr(at, blank - at))) return false;
     pending_.erase(0, at);
+    scanned_ = pending_.empty() ? 0 : pending_.size() - 1;
+    if (pending_.size() > max_event_) return false;  // an event past the reply limit
     return !end || pending_.find_first_not_of("\r\n") == std::string::npos;
   }
 
@@ -179,7 +187,9 @@ class sse_splitter {
   }
 
   std::function<void(boost::json::object&&)> on_event_;
+  std::size_t max_event_;
   std::string pending_;
+  std::size_t scanned_ = 0;  ///< pending_ before this has no blank line starting in it
 };
 
 INFERWIRE_DECL std::vector<boost::json::object> parse_generate_events(reply& r, error_code& ec) {
