@@ -19,9 +19,11 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <new>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace inferwire::server::rest {
 
@@ -46,6 +48,118 @@ status parse_body_as(std::string_view body, T& out, std::size_t max_depth = v2::
   } catch (const std::exception& e) {
     return {errc::invalid_arg, e.what()};
   }
+  return {};
+}
+
+// The repository index body: the kind of its root object's first `ready` member, found by one
+// pass over the bytes with an explicit stack of open brackets, building nothing and recursing
+// nowhere. As upstream reads it (RapidJSON, no nesting limit), `{"ready": [[[...true]]]}`
+// 250,000 levels deep is an invalid `ready`, not a nesting error (a tree parser would need the
+// depth in stack frames). Anything the scan does not take for valid JSON with an object root
+// goes to the tree parser, whose errors are upstream's texts.
+struct index_body {
+  enum class kind : std::uint8_t { absent, boolean, other };
+  kind ready = kind::absent;
+  bool value = false;
+};
+
+bool scan_index_body(std::string_view b, index_body& out) {
+  std::size_t i = 0;
+  auto ws = [&] {
+    while (i < b.size() && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) ++i;
+  };
+  auto string = [&](std::string_view* text) {  // at '"': past the closing quote
+    const std::size_t begin = ++i;
+    for (; i < b.size() && b[i] != '"'; ++i)
+      if (b[i] == '\\') ++i;
+      else if (static_cast<unsigned char>(b[i]) < 0x20) return false;
+    if (i >= b.size()) return false;
+    if (text) *text = b.substr(begin, i - begin);
+    ++i;
+    return true;
+  };
+  auto literal = [&](std::string_view word) {
+    if (b.substr(i, word.size()) != word) return false;
+    i += word.size();
+    return true;
+  };
+  std::vector<char> open;  // '{' or '[' per level
+  bool ready_next = false;
+  ws();
+  if (i >= b.size() || b[i] != '{') return false;
+  for (bool expect_value = true;;) {
+    ws();
+    if (i >= b.size()) return false;
+    if (expect_value) {
+      const char c = b[i];
+      const bool first_ready = ready_next && open.size() == 1 && out.ready == index_body::kind::absent;
+      ready_next = false;
+      if (first_ready) out.ready = (c == 't' || c == 'f') ? index_body::kind::boolean : index_body::kind::other;
+      if (c == '{' || c == '[') {
+        open.push_back(c);
+        ++i;
+        ws();
+        if (i < b.size() && b[i] == (c == '{' ? '}' : ']')) {  // empty
+          open.pop_back();
+          ++i;
+          expect_value = false;
+        } else if (c == '{') {  // a key, then its value
+          std::string_view key;
+          if (i >= b.size() || b[i] != '"' || !string(&key)) return false;
+          ws();
+          if (i >= b.size() || b[i] != ':') return false;
+          ++i;
+          ready_next = key == "ready";
+        }
+        if (open.empty()) break;
+        continue;
+      }
+      if (c == '"') {
+        if (!string(nullptr)) return false;
+      } else if (c == 't' || c == 'f') {
+        if (!literal(c == 't' ? "true" : "false")) return false;
+        if (first_ready) out.value = c == 't';
+      } else if (c == 'n') {
+        if (!literal("null")) return false;
+      } else if (c == '-' || (c >= '0' && c <= '9')) {
+        while (i < b.size() && (std::isdigit(static_cast<unsigned char>(b[i])) || b[i] == '-' || b[i] == '+' ||
+                                b[i] == '.' || b[i] == 'e' || b[i] == 'E'))
+          ++i;
+      } else {
+        return false;
+      }
+      expect_value = false;
+      continue;
+    }
+    // After a value: a comma, or the end of its container.
+    const char c = b[i++];
+    if (c == (open.back() == '{' ? '}' : ']')) {
+      open.pop_back();
+      if (open.empty()) break;
+      continue;
+    }
+    if (c != ',') return false;
+    expect_value = true;
+    if (open.back() == '{') {
+      ws();
+      std::string_view key;
+      if (i >= b.size() || b[i] != '"' || !string(&key)) return false;
+      ws();
+      if (i >= b.size() || b[i] != ':') return false;
+      ++i;
+      ready_next = key == "ready";
+    }
+  }
+  ws();
+  return i == b.size();
+}
+
+// The index body's `ready` into `q`, with upstream's errors.
+status read_index_request(std::string_view body, v2::repository_index_request& q) {
+  index_body r;
+  if (!scan_index_body(body, r)) return parse_body_as(body, q, control_json_depth);
+  if (r.ready == index_body::kind::other) return {errc::invalid_arg, "Invalid value for 'ready': expected a boolean"};
+  if (r.ready == index_body::kind::boolean) q.ready = r.value;
   return {};
 }
 
@@ -302,10 +416,8 @@ reply endpoints::logging(const request_t& req) {
 
 reply endpoints::repository_index(const request_t& req) {
   v2::repository_index_request q;
-  // The infer body's nesting limit is not the index body's: as upstream, a deeply nested
-  // 'ready' is an invalid value, not a nesting error.
   if (!req.body().empty())
-    if (auto st = parse_body_as(req.body(), q, control_json_depth)) return error_reply(st);
+    if (auto st = read_index_request(req.body(), q)) return error_reply(st);
   std::vector<v2::repository_index_entry> index;
   // Upstream's HTTP frontend ignores the repository name of the index URL (gRPC refuses one).
   if (auto st = svc_.repository_index("", q.ready.value_or(false), index)) return error_reply(st);

@@ -273,6 +273,24 @@ TEST_CASE("hostile: inferwire-server survives every case of the table", "[hostil
            CHECK(request(port, "GET", "/v2/models/carried_code/ready").status != 200);
          }
        }},
+      {"an index 'ready' nested 250,000 deep is an invalid value, read without a tree",
+       [&](server_process&) {
+         // Triton's QA case: its text, not a nesting error, and no stack for the depth.
+         const std::size_t depth = 250000;
+         const std::string nested = std::string(depth, '[') + "true" + std::string(depth, ']');
+         auto r = request(port, "POST", "/v2/repository/index", "{\"ready\":" + nested + "}");
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "Invalid value for 'ready': expected a boolean");
+         r = request(port, "POST", "/v2/repository/index", "{\"ready\":[[[true]]]}");
+         CHECK(r.status == 400);
+         CHECK(error_of(r) == "Invalid value for 'ready': expected a boolean");
+         // Depth elsewhere in the body is no error (RapidJSON has no limit either).
+         r = request(port, "POST", "/v2/repository/index", "{\"x\":" + std::string(depth, '[') + std::string(depth, ']') + ",\"ready\":true}");
+         CHECK(r.status == 200);
+         r = request(port, "POST", "/v2/repository/index", "{\"ready\" : false }");
+         CHECK(r.status == 200);
+         CHECK(r.body.find("\"name\"") != std::string::npos);
+       }},
       {"a config.pbtxt that is not UTF-8 fails that model only",
        [&](server_process&) {
          auto r = request(port, "POST", "/v2/repository/models/bad_utf8/load", "");
