@@ -85,6 +85,16 @@ bool scan_index_body(std::string_view b, index_body& out) {
   };
   std::vector<char> open;  // '{' or '[' per level
   bool ready_next = false;
+  auto member_key = [&] {  // at an object's key: past its colon
+    ws();
+    std::string_view key;
+    if (i >= b.size() || b[i] != '"' || !string(&key)) return false;
+    ws();
+    if (i >= b.size() || b[i] != ':') return false;
+    ++i;
+    ready_next = key == "ready";
+    return true;
+  };
   ws();
   if (i >= b.size() || b[i] != '{') return false;
   for (bool expect_value = true;;) {
@@ -103,13 +113,8 @@ bool scan_index_body(std::string_view b, index_body& out) {
           open.pop_back();
           ++i;
           expect_value = false;
-        } else if (c == '{') {  // a key, then its value
-          std::string_view key;
-          if (i >= b.size() || b[i] != '"' || !string(&key)) return false;
-          ws();
-          if (i >= b.size() || b[i] != ':') return false;
-          ++i;
-          ready_next = key == "ready";
+        } else if (c == '{' && !member_key()) {  // a key, then its value
+          return false;
         }
         if (open.empty()) break;
         continue;
@@ -140,15 +145,7 @@ bool scan_index_body(std::string_view b, index_body& out) {
     }
     if (c != ',') return false;
     expect_value = true;
-    if (open.back() == '{') {
-      ws();
-      std::string_view key;
-      if (i >= b.size() || b[i] != '"' || !string(&key)) return false;
-      ws();
-      if (i >= b.size() || b[i] != ':') return false;
-      ++i;
-      ready_next = key == "ready";
-    }
+    if (open.back() == '{' && !member_key()) return false;
   }
   ws();
   return i == b.size();
