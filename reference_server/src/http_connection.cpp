@@ -154,6 +154,12 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     while (buffer_.size() != 0) {
       beast::error_code ec;
       const std::size_t used = parser_->put(buffer_.data(), ec);
+      // Beast takes a header whole: `used` is all of it. RFC 9112 §5.2: a field folded over
+      // lines (obs-fold) is refused, not unfolded (a restricted API's key must not hide there).
+      if (reading_header_ && !ec && used != 0 && folded({static_cast<const char*>(buffer_.data().data()), used})) {
+        buffer_.consume(used);
+        return refuse_folding();
+      }
       buffer_.consume(used);
       if (ec == bhttp::error::need_more) break;
       if (ec) return parsed(ec);
@@ -177,6 +183,17 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       }
       self->parsed(ec);
     });
+  }
+
+  static bool folded(std::string_view header) {
+    return header.find("\r\n ") != std::string_view::npos || header.find("\r\n\t") != std::string_view::npos;
+  }
+
+  void refuse_folding() {
+    auto r = error_reply(400, "obsolete line folding (obs-fold) is not accepted in request headers");
+    r.close = true;
+    unread_body_ = true;
+    write(std::move(r));
   }
 
   void parsed(beast::error_code ec) {
@@ -249,6 +266,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     }
     if (ec) return on_read_error(ec);
     auto& req = parser_->get();
+    header_fields_ = static_cast<std::size_t>(std::distance(req.begin(), req.end()));
     auto expect = req[bhttp::field::expect];
     if (!parser_->is_done() && iso_lower(expect) == "100-continue") {
       continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
@@ -413,6 +431,13 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     received_.body = clock::now();
     in_flight_.emplace(s_.in_flight);
     auto req = parser_->release();
+    // Beast adds a chunked body's trailer fields to the header's: a request is judged by its
+    // header block alone (a restricted API's key arriving after the body would count).
+    if (req.chunked()) {
+      auto it = req.begin();
+      for (std::size_t i = 0; i < header_fields_ && it != req.end(); ++i) ++it;
+      while (it != req.end()) it = req.erase(it);
+    }
     if (metrics_) {
       head_request_ = req.method() == bhttp::verb::head;
       return write(endpoints_.metrics(req));
@@ -598,6 +623,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool head_request_ = false;  ///< the request being answered is a HEAD
+  std::size_t header_fields_ = 0;    ///< the fields of the header block (trailers come after)
   bool framing_rewritten_ = false;  ///< Content-Length dropped for Transfer-Encoding (close after)
   bool reading_header_ = true;  ///< parse() reads up to the end of the header, else of the message
   rest::receive_times received_;  ///< when the current request's header and body arrived
