@@ -8,8 +8,9 @@
 //
 // Configuration (read at the first call for each device):
 //   INFERWIRE_GMS_SOCKET_PATH   socket path; "{device}" is replaced by the device ordinal.
-//                               Default: $GMS_SOCKET_DIR (else the temp dir) /
-//                               gms_<GPU-UUID>_<tag>.sock, as inferwire-gms-server names it.
+//                               Default: inferwire-gms-server's default socket
+//                               (socket_path.hpp: $GMS_SOCKET_DIR, else $XDG_RUNTIME_DIR, else
+//                               a private per-user folder / gms_<GPU-UUID>_<tag>.sock).
 //   INFERWIRE_GMS_TAG           server tag and allocation tag (default "weights")
 //   INFERWIRE_GMS_LOCK          rw (default), rw_or_ro or ro
 //   INFERWIRE_GMS_TIMEOUT_MS    handshake timeout in ms (default: wait forever)
@@ -21,6 +22,8 @@
 #include <inferwire/gms/cuda_vmm_mapper.hpp>
 #include <inferwire/gms/memory_manager.hpp>
 #include <inferwire/gms/mmap_mapper.hpp>
+
+#include "socket_path.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -72,16 +75,8 @@ config read_config(int device) {
     throw gms::error("INFERWIRE_GMS_MAPPER must be cuda or mmap, got '" + mapper + "'");
   c.mmap = mapper == "mmap";
   c.socket_path = env("INFERWIRE_GMS_SOCKET_PATH");
-  if (c.socket_path.empty()) {
-    std::string dir = env("GMS_SOCKET_DIR");
-    if (dir.empty()) {
-      std::error_code ec;
-      auto tmp = std::filesystem::temp_directory_path(ec);
-      dir = ec ? "/tmp" : tmp.string();
-    }
-    c.socket_path = dir + "/gms_" + (c.mmap ? "memfd" + std::to_string(device) : gms::gpu_uuid(device)) +
-                    "_" + c.tag + ".sock";
-  }
+  // Where inferwire-gms-server listens by default: the same function decides for both.
+  if (c.socket_path.empty()) c.socket_path = gms::programs::default_socket_path(c.mmap ? "memfd" : "cuda", device, c.tag);
   for (auto pos = c.socket_path.find("{device}"); pos != std::string::npos; pos = c.socket_path.find("{device}"))
     c.socket_path.replace(pos, 8, std::to_string(device));
   return c;

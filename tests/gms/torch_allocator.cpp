@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 using namespace gms_test;
 using Catch::Matchers::Contains;
@@ -96,5 +99,18 @@ TEST_CASE("gms torch allocator: configuration errors return null with a reason",
   CHECK(lib.malloc_fn(0, 12, nullptr) == nullptr);
   ::unsetenv("INFERWIRE_GMS_LOCK");
   ::unsetenv("INFERWIRE_GMS_SOCKET_PATH");
+  // Without a path the allocator looks where inferwire-gms-server listens by default: its
+  // private per-user folder (no GMS_SOCKET_DIR, no XDG_RUNTIME_DIR), not the shared temp dir.
+  const char* saved_dir = std::getenv("GMS_SOCKET_DIR");
+  const char* saved_xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string dir = saved_dir ? saved_dir : "", xdg = saved_xdg ? saved_xdg : "";
+  ::unsetenv("GMS_SOCKET_DIR");
+  ::unsetenv("XDG_RUNTIME_DIR");
+  CHECK(lib.malloc_fn(10, 13, nullptr) == nullptr);
+  const std::string expected = std::filesystem::temp_directory_path().string() + "/inferwire-gms-" +
+                               std::to_string(::geteuid()) + "/gms_memfd13_weights.sock";
+  CHECK_THAT(std::string(lib.last_error()), Contains("GMS server not running at " + expected));
+  if (saved_dir) ::setenv("GMS_SOCKET_DIR", dir.c_str(), 1);
+  if (saved_xdg) ::setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
   ::unsetenv("INFERWIRE_GMS_MAPPER");
 }

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <thread>
 
@@ -79,6 +80,11 @@ TEST_CASE("hostile: the GMS server survives every case of the table", "[hostile]
          while (frames < 5000 && !r.read_frame(nullptr, 1000).empty()) ++frames;
          CHECK(frames < 2000);  // not every export was served
          CHECK(r.closed_within(1000));
+         // The operator sees why, without --verbose.
+         const auto lines = s.log();
+         CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+           return l.find("too many exported descriptors not read by the client") != std::string::npos;
+         }));
        }},
       {"reader descriptors are read-only and the object cannot shrink",
        [&](test_server&) {

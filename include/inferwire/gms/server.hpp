@@ -181,7 +181,9 @@ class server {
     send(c, encode_frame(m));
   }
   void flush(const connection_ptr& c);
-  void drop(const connection_ptr& c, const std::string& why);
+  /// Closes `c`, logging `why`: at the default level when a limit of ours dropped it (the
+  /// operator needs to see it), else only when verbose.
+  void drop(const connection_ptr& c, const std::string& why, bool limit = false);
   void clear_layout();
   void record(std::string kind, std::int64_t count = 0) {
     if (events_.size() == 256) events_.pop_front();

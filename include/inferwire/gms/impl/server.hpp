@@ -121,7 +121,7 @@ void server<Backend>::read(const connection_ptr& c) {
   };
   while (!paused()) {
     auto r = c->reader.next(payload);
-    if (r == frame_reader::result::too_large) return drop(c, "frame too large");
+    if (r == frame_reader::result::too_large) return drop(c, "frame too large", true);
     if (r == frame_reader::result::need_more) break;
     on_frame(c, payload);
   }
@@ -344,7 +344,7 @@ void server<Backend>::on_request(const connection_ptr& c, message&& m) {
     // Each descriptor waits in the server until the client reads its reply: a client that
     // stops reading may hold only a few, and all clients together a share of the limit.
     if (c->out_fds >= opts_.max_pending_fds || pending_fds_ >= pending_fd_limit_)
-      return drop(c, "too many exported descriptors not read by the client");
+      return drop(c, "too many exported descriptors not read by the client", true);
     export_allocation_response r;
     static_cast<allocation_info&>(r) = it->second.info;
     std::string frame = encode_frame(r);
@@ -568,7 +568,7 @@ void server<Backend>::send(const connection_ptr& c, std::string frame, int fd) {
     ++pending_fds_;
   }
   c->out.push_back({std::move(frame), fd, 0});
-  if (c->out_bytes > opts_.max_pending_output) return drop(c, "client does not read its replies");
+  if (c->out_bytes > opts_.max_pending_output) return drop(c, "client does not read its replies", true);
   flush(c);
 }
 
@@ -616,11 +616,11 @@ void server<Backend>::flush(const connection_ptr& c) {
 }
 
 template <backend Backend>
-void server<Backend>::drop(const connection_ptr& c, const std::string& why) {
+void server<Backend>::drop(const connection_ptr& c, const std::string& why, bool limit) {
   if (c->state == phase::closing) return;
   const bool was_waiting = c->state == phase::waiting;
   c->state = phase::closing;
-  log("session_" + std::to_string(c->id) + " closed: " + why, true);
+  log("session_" + std::to_string(c->id) + " closed: " + why, !limit);
   c->timer.cancel();
   if (was_waiting) {
     waiters_.remove(c);
