@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     std::cerr << "Error: cannot open log file '" << s.opts.log_file << "'\n";
     return 1;
   }
+  s.traces.warn = [&s](const std::string& line) { s.log.log_warning(line); };
   if (auto st = s.traces.configure(s.opts.trace_config)) {
     std::cerr << "Error: " << st.message() << "\n";
     return 2;

@@ -225,7 +225,9 @@ int parse_options(int argc, char** argv, options& o) {
       ("trace-count", po::value<std::string>(), "deprecated: --trace-config count=<count>")
       ("trace-log-frequency", po::value<std::string>(), "deprecated: --trace-config triton,log-frequency=<n>")
       ("trace-config", po::value<std::vector<std::string>>()->composing(),
-       "[triton,]<setting>=<value>: trace file, level, rate, count, log-frequency, mode (repeatable)")
+       "[triton,]<setting>=<value>: trace file, level, rate, count, log-frequency, mode; "
+       "max-bytes-per-minute (default 268435456) and max-files-per-minute (default 60) bound what "
+       "tracing writes, whatever clients set (repeatable)")
       ("grpc-address", po::value(&o.grpc_address)->default_value(o.grpc_address), "address the gRPC endpoint binds to")
       ("reuse-grpc-port", flag(&o.reuse_grpc_port), "bind the gRPC port with SO_REUSEPORT")
       ("grpc-use-ssl", flag(&o.grpc_use_ssl), "serve gRPC over TLS")

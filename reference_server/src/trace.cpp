@@ -79,6 +79,14 @@ status trace_registry::configure(const std::vector<std::pair<std::string, std::s
   std::vector<std::string> levels;
   for (const auto& [key, value] : settings) {
     std::string k;
+    if (key == "max-bytes-per-minute" || key == "max-files-per-minute") {
+      std::uint64_t n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size())
+        return {errc::invalid_arg, "invalid value for --trace-config " + key + ": " + value};
+      (key == "max-bytes-per-minute" ? budget_.bytes_per_minute : budget_.files_per_minute) = n;
+      continue;
+    }
     if (key == "file") k = "trace_file";
     else if (key == "log-frequency") k = "log_frequency";
     else if (key == "rate") k = "trace_rate";
@@ -239,17 +247,52 @@ void trace_registry::write_numbered_locked(const std::string& path, file_writer&
 // traces held for the next file are bounded: past max_pending_bytes the file is written early.
 constexpr std::size_t max_pending_bytes = std::size_t{16} << 20;
 
+bool trace_registry::charge_locked(std::uint64_t bytes, std::uint64_t files) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - window_start_ >= std::chrono::minutes(1)) {
+    if (window_dropped_ && warn)
+      warn("tracing dropped " + std::to_string(window_dropped_) +
+           " trace(s) in the last minute: past --trace-config max-bytes-per-minute=" +
+           std::to_string(budget_.bytes_per_minute) + " or max-files-per-minute=" +
+           std::to_string(budget_.files_per_minute));
+    window_start_ = now;
+    window_bytes_ = window_files_ = window_dropped_ = 0;
+  }
+  const bool bytes_ok = budget_.bytes_per_minute == 0 || window_bytes_ + bytes <= budget_.bytes_per_minute;
+  const bool files_ok = budget_.files_per_minute == 0 || window_files_ + files <= budget_.files_per_minute;
+  if (!bytes_ok || !files_ok) {
+    if (window_dropped_++ == 0 && warn)
+      warn("tracing is past its write budget for this minute (--trace-config max-bytes-per-minute=" +
+           std::to_string(budget_.bytes_per_minute) + ", max-files-per-minute=" +
+           std::to_string(budget_.files_per_minute) + "): traces are dropped until it ends");
+    ++dropped_;
+    return false;
+  }
+  window_bytes_ += bytes;
+  window_files_ += files;
+  return true;
+}
+
+std::uint64_t trace_registry::dropped() {
+  std::lock_guard lock(files_mu_);
+  return dropped_;
+}
+
 void trace_registry::finish(const trace_record& record) {
   std::string json = trace_json(record);
   std::lock_guard lock(files_mu_);
   file_writer& w = files_[record.file];
   if (record.log_frequency > 0) {
+    // A trace that would start a numbered file counts as that file (bounding how many files a
+    // client can make the server write), whichever trace ends up writing it.
+    if (!charge_locked(json.size(), w.pending.empty() ? 1 : 0)) return;
     w.pending_bytes += json.size();
     w.pending.push_back(std::move(json));
     if (w.pending.size() >= record.log_frequency || w.pending_bytes >= max_pending_bytes)
       write_numbered_locked(record.file, w);
     return;
   }
+  if (!charge_locked(json.size(), w.out.is_open() ? 0 : 1)) return;
   if (!w.out.is_open()) {
     w.out.open(record.file, std::ios::trunc);
     w.out << "[";

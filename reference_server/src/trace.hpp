@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,20 @@ class trace_registry {
   /// Writes what is pending and closes every trace file (shutdown).
   void flush();
 
+  /// What tracing may write per minute, whatever a client sets over the network (level
+  /// TENSORS, rate 1, count -1, log_frequency 1): traces past either bound are dropped, counted
+  /// and warned about once a minute. From --trace-config max-bytes-per-minute=N and
+  /// max-files-per-minute=N (0: no bound).
+  struct write_budget {
+    std::uint64_t bytes_per_minute = std::uint64_t{256} << 20;
+    std::uint64_t files_per_minute = 60;
+  };
+  const write_budget& budget() const noexcept { return budget_; }
+  /// Traces dropped for the budget since start-up.
+  std::uint64_t dropped();
+  /// Where the once-a-minute warning about dropped traces goes (the server's log).
+  std::function<void(const std::string&)> warn;
+
  private:
   using setting_map = std::map<std::string, std::vector<std::string>>;
   struct sampler {
@@ -106,6 +121,12 @@ class trace_registry {
   std::uint64_t next_id_ = 1;
   std::mutex files_mu_;
   std::map<std::string, file_writer> files_;
+  write_budget budget_;
+  // Under files_mu_: the current minute's writes, and the drops.
+  std::chrono::steady_clock::time_point window_start_{};
+  std::uint64_t window_bytes_ = 0, window_files_ = 0, window_dropped_ = 0, dropped_ = 0;
+  /// Whether `bytes` more (and `files` more files) fit this minute; counts them when they do.
+  bool charge_locked(std::uint64_t bytes, std::uint64_t files);
 };
 
 }  // namespace inferwire::server
