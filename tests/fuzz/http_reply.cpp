@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: what a server sends the HTTP client. The first byte chooses how the rest is
-// cut into reads (1 to 256 bytes each); the bytes go through the client's reply reader (Beast's
+// cut into reads (1 to 128 bytes each) and whether a 200 body is collected as Server-Sent
+// Events (generate_stream); the bytes go through the client's reply reader (Beast's
 // HTTP/1.1 parser keeping the status, Content-Encoding, Inference-Header-Content-Length and the
 // body, with a 1 MiB body limit) by the same parse_some/parse_eof the client's reads use; a
 // complete reply is then decompressed when it says so and decoded as an infer response, as the
@@ -21,12 +22,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace detail = inferwire::http::detail;
   if (size < 1) return 0;
-  const std::size_t piece = std::size_t{data[0]} + 1;
+  // The first byte: how the rest is cut (low 7 bits) and whether the body is collected as a
+  // generate_stream's events (high bit) instead of kept.
+  const std::size_t piece = std::size_t{data[0] & 0x7fu} + 1;
+  const bool collect = (data[0] & 0x80u) != 0;
   const char* bytes = reinterpret_cast<const char*>(data + 1);
   const std::size_t n = size - 1;
   constexpr std::size_t limit = std::size_t{1} << 20;
 
-  detail::reply_reader parser(limit);
+  detail::reply_reader parser(limit, nullptr, collect);
   boost::beast::flat_buffer buffer;  // read and not yet parsed, as the connection's buffer
   boost::system::error_code ec;
   std::size_t fed = 0;
@@ -44,6 +48,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   (void)parser.keep_alive();
   detail::reply r = std::move(parser.get());
+  if (r.events_collected) {  // the events, as generate_stream hands them over
+    boost::system::error_code parse_ec;
+    const auto events = detail::parse_generate_events(r, parse_ec);
+    if (!events.empty() && r.status != 200) __builtin_trap();
+    return 0;
+  }
   if (auto coding = parser.content_coding(); !coding.empty() && coding != "identity") {
     std::string plain;
     if (inferwire::http::decompress(r.body, limit, plain)) return 0;

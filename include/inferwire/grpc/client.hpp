@@ -102,7 +102,12 @@ struct client_options {
   std::string root_certificates;   ///< PEM; empty: the system's roots
   std::string private_key;         ///< PEM, for client authentication
   std::string certificate_chain;   ///< PEM, for client authentication
-  int max_message_size = INT_MAX;  ///< both directions
+  /// Largest message received: 256 MiB, far more than a real reply needs and not enough for a
+  /// hostile server to make the client use gigabytes (gRPC refuses a larger message from its
+  /// length prefix, before reading it: RESOURCE_EXHAUSTED). Raise it for larger outputs.
+  int max_message_size = 256 << 20;
+  /// Largest message sent (as Triton's clients: no limit of our own).
+  int max_send_message_size = INT_MAX;
   std::optional<std::chrono::milliseconds> keepalive_time;
   std::optional<std::chrono::milliseconds> keepalive_timeout;
   bool keepalive_without_calls = false;

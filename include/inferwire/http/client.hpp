@@ -98,8 +98,11 @@ struct client_options {
   content_coding request_compression = content_coding::identity;
   /// Compression asked of the server for replies (Accept-Encoding).
   content_coding response_compression = content_coding::identity;
-  /// Largest reply body accepted (after decompression), in bytes.
-  std::size_t max_response_size = std::size_t{1} << 32;
+  /// Largest reply body accepted (after decompression, and for a collected generate_stream
+  /// the whole stream), in bytes: 256 MiB, far more than a real reply needs and not enough for
+  /// a hostile server to make the client use gigabytes (a reply takes about its own size in
+  /// memory while it arrives). Raise it for models whose outputs are larger.
+  std::size_t max_response_size = std::size_t{256} << 20;
   /// Header fields sent with every call.
   field_list headers;
   /// TLS only: check that the server's certificate names the host (when the SSL context
@@ -165,6 +168,9 @@ struct reply {
   unsigned status = 0;
   std::string body;
   std::optional<std::size_t> header_length;  // Inference-Header-Content-Length
+  // A collected generate_stream: its events, parsed as they arrived (the body is not kept).
+  bool events_collected = false;
+  std::vector<boost::json::object> events;
 };
 template <class T>
 using reply_parser = T (*)(reply&, error_code&);

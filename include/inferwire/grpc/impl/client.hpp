@@ -453,7 +453,7 @@ inline std::shared_ptr<client_state> make_client_state(std::optional<net::any_io
   std::shared_ptr<client_state> st(new client_state, &release_client_state);
   ::grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(o.max_message_size);
-  args.SetMaxSendMessageSize(o.max_message_size);
+  args.SetMaxSendMessageSize(o.max_send_message_size);
   if (o.keepalive_time) args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(o.keepalive_time->count()));
   if (o.keepalive_timeout)
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(o.keepalive_timeout->count()));

@@ -146,7 +146,7 @@ class exchange_op {
           BOOST_ASIO_CORO_YIELD net::defer(st.executor(), std::move(self));
         }
         if (!ec) {
-          conn_->parser.emplace(st.options.max_response_size, &call_->body_sink);
+          conn_->parser.emplace(st.options.max_response_size, &call_->body_sink, call_->collect_events);
           while (parse_some(*conn_->parser, conn_->buffer, ec)) {
             BOOST_ASIO_CORO_YIELD {
               auto lock = io_lock();

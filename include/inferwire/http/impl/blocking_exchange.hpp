@@ -105,6 +105,7 @@ class blocking_io {
   error_code send(int fd, const std::vector<net::const_buffer>& buffers) const {
     std::size_t next = 0, offset = 0;  // the first buffer not fully sent, and how much of it is
     while (next < buffers.size()) {
+      if (deadline_ != clock::time_point::max() && clock::now() >= deadline_) return beast::error::timeout;
       error_code e = send_some(fd, buffers, next, offset);
       if (e == net::error::would_block) e = wait(fd, POLLOUT);
       if (e) return e;
@@ -116,6 +117,9 @@ class blocking_io {
   error_code receive(int fd, reply_reader& parser, beast::flat_buffer& buffer) const {
     error_code ec;
     while (parse_some(parser, buffer, ec)) {
+      // A server that keeps sending never lets a wait run out: the deadline is looked at
+      // before every read.
+      if (deadline_ != clock::time_point::max() && clock::now() >= deadline_) return beast::error::timeout;
       auto space = buffer.prepare(read_size(parser));
       auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
       if (n > 0) {
@@ -204,7 +208,7 @@ reply blocking_exchange(client_state<Stream>& st, call_data& call, error_code& e
     int fd = conn->fd >= 0 ? conn->fd : transport<Stream>::lowest(*conn->stream).native_handle();
     error_code e = io.send(fd, call.buffers);
     if (!e) {
-      conn->parser.emplace(st.options.max_response_size, &call.body_sink);
+      conn->parser.emplace(st.options.max_response_size, &call.body_sink, call.collect_events);
       e = io.receive(fd, *conn->parser, conn->buffer);
     }
     if (!e) break;

@@ -429,8 +429,9 @@ auto basic_client<Stream>::prepare_generate(model_id m, const boost::json::objec
 template <class Stream>
 auto basic_client<Stream>::prepare_generate_stream(model_id m, const boost::json::object& request,
                                                    const call_options& o) -> prepared<std::vector<boost::json::object>> {
-  return {detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o),
-          &detail::parse_generate_events};
+  auto c = detail::post_call(*state_, detail::model_path(m, "/generate_stream"), boost::json::serialize(request), o);
+  c->collect_events = true;  // parsed as they arrive: the stream's raw body is never kept
+  return {std::move(c), &detail::parse_generate_events};
 }
 
 template <class Stream>

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <limits>
+#include <memory>
 
 namespace inferwire::http {
 
@@ -115,7 +117,12 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
   };
   status st;
   constexpr std::size_t max_chunk = std::numeric_limits<uInt>::max();
-  out.resize(std::min<std::size_t>(std::max<std::size_t>(data.size() * 4, 4096), limit + 1));
+  // Inflated into blocks, joined at the end (each block freed once copied): the output takes
+  // about its own size in memory, and a bomb stops one block past the limit, where a string
+  // grown by doubling (and zero-filled by resize) would hold twice that.
+  constexpr std::size_t block_size = std::size_t{1} << 20;
+  std::deque<std::unique_ptr<char[]>> blocks;
+  std::size_t in_last = block_size;  // bytes in the last block
   std::size_t written = 0;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   std::string_view pending = data;
@@ -126,14 +133,15 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
       zs.avail_in = static_cast<uInt>(chunk);
       pending.remove_prefix(chunk);
     }
-    if (written == out.size()) {
-      if (out.size() > limit) break;
-      out.resize(std::min(out.size() * 2, limit + 1));
+    if (in_last == block_size) {
+      blocks.emplace_back(new char[block_size]);  // not zero-filled: pages are touched as written
+      in_last = 0;
     }
-    std::size_t room = std::min(out.size() - written, max_chunk);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + written);
+    const std::size_t room = block_size - in_last;
+    zs.next_out = reinterpret_cast<Bytef*>(blocks.back().get() + in_last);
     zs.avail_out = static_cast<uInt>(room);
     int rc = inflate(&zs, Z_NO_FLUSH);
+    in_last += room - zs.avail_out;
     written += room - zs.avail_out;
     if (rc == Z_STREAM_END) break;
     if (rc == Z_STREAM_ERROR) {
@@ -147,7 +155,13 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
   }
   inflateEnd(&zs);
   if (!st && written > limit) st = too_big();
-  out.resize(st ? 0 : written);
+  if (st) return st;
+  out.reserve(written);
+  for (std::size_t left = written; !blocks.empty(); blocks.pop_front()) {
+    const std::size_t n = std::min(left, block_size);
+    out.append(blocks.front().get(), n);
+    left -= n;
+  }
   return st;
 }
 

@@ -19,8 +19,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <span>
 #include <stdexcept>
+#include <vector>
 
 namespace inferwire::http {
 
@@ -70,6 +73,9 @@ struct call_data {
   // Where a 200 reply's body goes as it arrives, instead of into the reply (generate_stream
   // event by event): the bytes, then once an empty view with `end`; false: malformed.
   std::function<bool(std::string_view bytes, bool end)> body_sink;
+  // A 200 reply's body is Server-Sent Events, parsed into reply::events as they arrive (the
+  // collecting generate_stream), not kept.
+  bool collect_events = false;
 
   std::size_t body_size() const {
     return use_infer_body ? infer_body.size() : owned_body.size();
@@ -153,16 +159,21 @@ class sse_splitter {
                         std::size_t max_event = std::string::npos)
       : on_event_(std::move(on_event)), max_event_(max_event) {}
   bool operator()(std::string_view bytes, bool end) {
-    pending_.append(bytes);
+    // Grown by half, not doubled (a vector reserves exactly what it is asked; a string would
+    // double): an unfinished event takes about its own size in memory.
+    if (pending_.size() + bytes.size() > pending_.capacity())
+      pending_.reserve(std::max(pending_.size() + bytes.size(), pending_.capacity() + pending_.capacity() / 2));
+    pending_.insert(pending_.end(), bytes.begin(), bytes.end());
+    const std::string_view all(pending_.data(), pending_.size());
     std::size_t at = 0;
     // A blank line may straddle the previous read's end: look again from its last byte.
-    for (std::size_t blank; (blank = pending_.find("\n\n", std::max(at, scanned_))) != std::string::npos;
+    for (std::size_t blank; (blank = all.find("\n\n", std::max(at, scanned_))) != std::string_view::npos;
          at = blank + 2, scanned_ = at)
-      if (!event(std::string_view(pending_).substr(at, blank - at))) return false;
-    pending_.erase(0, at);
+      if (!event(all.substr(at, blank - at))) return false;
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
     scanned_ = pending_.empty() ? 0 : pending_.size() - 1;
     if (pending_.size() > max_event_) return false;  // an event past the reply limit
-    return !end || pending_.find_first_not_of("\r\n") == std::string::npos;
+    return !end || std::string_view(pending_.data(), pending_.size()).find_first_not_of("\r\n") == std::string_view::npos;
   }
 
  private:
@@ -188,7 +199,7 @@ class sse_splitter {
 
   std::function<void(boost::json::object&&)> on_event_;
   std::size_t max_event_;
-  std::string pending_;
+  std::vector<char> pending_;
   std::size_t scanned_ = 0;  ///< pending_ before this has no blank line starting in it
 };
 
@@ -198,6 +209,7 @@ INFERWIRE_DECL std::vector<boost::json::object> parse_generate_events(reply& r, 
     ec = server_error_of(r);
     return events;
   }
+  if (r.events_collected) return std::move(r.events);
   sse_splitter split([&events](boost::json::object&& e) { events.push_back(std::move(e)); });
   if (!split(r.body, true)) {
     ec = client_errc::bad_response;
@@ -226,8 +238,9 @@ INFERWIRE_DECL infer_result parse_infer(reply& r, error_code& ec) {
 
 class reply_reader final : public bhttp::basic_parser<false> {
  public:
-  explicit reply_reader(std::size_t body_limit, const std::function<bool(std::string_view, bool)>* sink = nullptr)
-      : limit_(body_limit), sink_(sink && *sink ? sink : nullptr) {
+  explicit reply_reader(std::size_t body_limit, const std::function<bool(std::string_view, bool)>* sink = nullptr,
+                        bool collect_events = false)
+      : limit_(body_limit), sink_(sink && *sink ? sink : nullptr), collect_(collect_events) {
     this->body_limit(body_limit);
     this->eager(true);
   }
@@ -236,8 +249,10 @@ class reply_reader final : public bhttp::basic_parser<false> {
   bool bad_header_length() const noexcept { return bad_length_; }
 
  private:
-  // A declared body is reserved up to this much; a larger one grows as it arrives.
-  static constexpr std::uint64_t reserve_cap = std::uint64_t{64} << 20;
+  // A body of unknown length (chunked, or until the connection closes) arrives in blocks of
+  // this size, joined once it is complete: growing one string would copy it at each doubling
+  // and hold twice what was read.
+  static constexpr std::size_t block_size = std::size_t{1} << 20;
 
   void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
                        error_code&) override {}
@@ -259,9 +274,16 @@ class reply_reader final : public bhttp::basic_parser<false> {
   }
   void on_header_impl(error_code&) override {
     if (sinking()) this->body_limit(boost::none);  // nothing is kept: a stream may run on
+    if (collecting()) {
+      reply_.events_collected = true;
+      splitter_.emplace([this](boost::json::object&& e) { reply_.events.push_back(std::move(e)); }, limit_);
+    }
   }
   void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
-    if (length) reply_.body.reserve(static_cast<std::size_t>(std::min(*length, reserve_cap)));
+    // A declared length is at most the limit (the parser refuses more): reserved whole, its
+    // pages are only touched as the body fills them.
+    if (length) reply_.body.reserve(static_cast<std::size_t>(*length));
+    else blocks_.emplace();
   }
   std::size_t on_body_impl(beast::string_view body, error_code& ec) override {
     return append(body, ec);
@@ -273,28 +295,55 @@ class reply_reader final : public bhttp::basic_parser<false> {
   }
   void on_finish_impl(error_code& ec) override {
     if (sinking() && !(*sink_)({}, true)) ec = client_errc::bad_response;
+    if (splitter_ && !(*splitter_)({}, true)) ec = client_errc::bad_response;
+    if (blocks_) {  // joined, each block freed as soon as it is copied
+      reply_.body.reserve(received_);
+      for (; !blocks_->empty(); blocks_->pop_front()) reply_.body += blocks_->front();
+      blocks_.reset();
+    }
   }
 
   // A 200 reply without a content coding goes to the sink, when there is one.
   bool sinking() const noexcept { return sink_ && reply_.status == 200 && !seen_coding_; }
+  bool collecting() const noexcept { return collect_ && !sink_ && reply_.status == 200 && !seen_coding_; }
 
   std::size_t append(beast::string_view body, error_code& ec) {
     if (sinking()) {
       if (!(*sink_)(std::string_view(body.data(), body.size()), false)) ec = client_errc::bad_response;
       return body.size();
     }
-    if (body.size() > limit_ - reply_.body.size()) {
+    if (body.size() > limit_ - received_) {
       ec = bhttp::error::body_limit;
       return 0;
     }
-    reply_.body.append(body.data(), body.size());
+    received_ += body.size();
+    const std::string_view bytes(body.data(), body.size());
+    if (splitter_) {
+      if (!(*splitter_)(bytes, false)) ec = client_errc::bad_response;
+      return body.size();
+    }
+    if (!blocks_) {
+      reply_.body.append(bytes);
+      return body.size();
+    }
+    for (std::string_view rest = bytes; !rest.empty();) {
+      if (blocks_->empty() || blocks_->back().size() == block_size) blocks_->emplace_back().reserve(block_size);
+      std::string& b = blocks_->back();
+      const std::size_t take = std::min(rest.size(), block_size - b.size());
+      b.append(rest.substr(0, take));
+      rest.remove_prefix(take);
+    }
     return body.size();
   }
 
   reply reply_;
+  std::size_t received_ = 0;                       ///< body bytes so far
+  std::optional<std::deque<std::string>> blocks_;  ///< a body of unknown length, so far
+  std::optional<sse_splitter> splitter_;           ///< a collected event stream
   std::string coding_;
   std::size_t limit_;
   const std::function<bool(std::string_view, bool)>* sink_;
+  bool collect_ = false;
   bool seen_coding_ = false;
   bool seen_length_ = false;
   bool bad_length_ = false;
