@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake/vcpkg_port.cmake writes an overlay port whose files (and so vcpkg's ABI hash of it)
+# change with every edit of the checkout: vcpkg's binary cache would otherwise hand back the
+# package of an earlier checkout. Checked on a copy of the sources, edited between two runs.
+#   cmake -DSOURCE_DIR=<root> -DWORK_DIR=<scratch> -P vcpkg_port.cmake
+set(src "${WORK_DIR}/src")
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${src}")
+foreach(d include cmake proto ports)
+  file(COPY "${SOURCE_DIR}/${d}" DESTINATION "${src}")
+endforeach()
+file(COPY "${SOURCE_DIR}/CMakeLists.txt" "${SOURCE_DIR}/LICENSE" DESTINATION "${src}")
+
+function(write_port out)
+  execute_process(COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DSOURCE_DIR=${src} -P ${src}/cmake/vcpkg_port.cmake
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE text ERROR_VARIABLE text)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "vcpkg_port.cmake failed: ${text}")
+  endif()
+endfunction()
+
+write_port("${WORK_DIR}/first")
+write_port("${WORK_DIR}/again")
+file(APPEND "${src}/include/inferwire/core.hpp" "// an edit\n")
+write_port("${WORK_DIR}/edited")
+
+file(READ "${WORK_DIR}/first/inferwire/sources.sha256" first)
+file(READ "${WORK_DIR}/again/inferwire/sources.sha256" again)
+file(READ "${WORK_DIR}/edited/inferwire/sources.sha256" edited)
+if(NOT first STREQUAL again)
+  message(FATAL_ERROR "the same sources gave two hashes: ${first} / ${again}")
+endif()
+if(first STREQUAL edited)
+  message(FATAL_ERROR "an edited header left the port's files unchanged (${first}): vcpkg would reuse the cached package")
+endif()
+file(STRINGS "${WORK_DIR}/edited/inferwire/source-dir.txt" named LIMIT_COUNT 1)
+if(NOT named STREQUAL src)
+  message(FATAL_ERROR "the port names ${named}, not the checkout ${src}")
+endif()
+foreach(f portfile.cmake vcpkg.json usage)
+  file(SHA256 "${SOURCE_DIR}/ports/inferwire/${f}" want)
+  file(SHA256 "${WORK_DIR}/edited/inferwire/${f}" got)
+  if(NOT want STREQUAL got)
+    message(FATAL_ERROR "the written port's ${f} differs from ports/inferwire/${f}")
+  endif()
+endforeach()
+# The checkout's own port folder stays a plain overlay of the checkout it lives in.
+if(EXISTS "${SOURCE_DIR}/ports/inferwire/source-dir.txt" OR EXISTS "${SOURCE_DIR}/ports/inferwire/sources.sha256")
+  message(FATAL_ERROR "ports/inferwire holds a written port's files")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
+message(STATUS "the overlay port's hash follows the sources (${first} -> ${edited})")
