@@ -4,6 +4,7 @@
 // error, a bounded peak of resident memory (the client runs in this process: its peak is reset
 // before each case) and the call's deadline.
 #include "proc.hpp"
+#include "request.hpp"
 
 #include <inferwire/http/client.hpp>
 
@@ -103,17 +104,6 @@ class hostile_server {
 
 constexpr std::size_t limit = std::size_t{64} << 20;  // the clients' max_response_size here
 
-v2::infer_request simple_request() {
-  v2::infer_request r;
-  v2::infer_input in;
-  in.name = "INPUT0";
-  in.datatype = inferwire::data_type::int32;
-  in.shape = {1, 16};
-  in.encoding = v2::tensor_encoding::binary;
-  in.data = v2::tensor_data::own(std::string(64, '\1'));
-  r.inputs.push_back(std::move(in));
-  return r;
-}
 
 std::string gzip_of_zeros(std::size_t n) {
   z_stream zs{};
@@ -178,6 +168,14 @@ void endless_chunks(int fd, char fill) {
   }
 }
 
+// One chunk holding one Server-Sent Event of 512 KiB of `fill`.
+std::string event_chunk(char fill) {
+  const std::string event = "data: {\"text_output\":\"" + std::string(512 << 10, fill) + "\"}\n\n";
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", event.size());
+  return size + event + "\r\n";
+}
+
 struct hostile_case {
   const char* name;
   std::function<void(int)> script;
@@ -195,17 +193,24 @@ TEST_CASE("hostile client: the default reply limit cannot be turned into gigabyt
 
 TEST_CASE("hostile client: the HTTP client survives every case of the table", "[hostile][client]") {
   const std::string sse_header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-  auto infer = [](ih::client& c, ih::error_code& ec) { (void)c.infer("simple", simple_request(), ec); };
+  auto infer = [](ih::client& c, ih::error_code& ec) { (void)c.infer("simple", hostile::small_request(), ec); };
+  // The call failed, having held about the 64 MiB limit at most (not twice it).
+  const auto failed_near_limit = [](const outcome& o) {
+    CHECK(o.ec);
+    CHECK(o.peak_mib < 64 + 64 / 2 + 16);
+  };
+  // The call ended with `timeout` at its 500 ms deadline, not when the server let it.
+  const auto timed_out = [](const outcome& o) {
+    CHECK(o.ec == boost::beast::error::timeout);
+    CHECK(o.took < 1500ms);
+  };
   const std::vector<hostile_case> table = {
       {"an endless chunked reply stops at the limit, in about the limit's memory",
        [](int fd) {
          if (send_all(fd, ok_chunked)) endless_chunks(fd, 'x');
        },
        infer,
-       [](const outcome& o) {
-         CHECK(o.ec);
-         CHECK(o.peak_mib < 64 + 64 / 2 + 16);
-       }},
+       failed_near_limit},
       {"a reply that announces 8 GiB and sends 1 MiB reserves nothing it did not read",
        [](int fd) {
          if (send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 8589934592\r\n\r\n"))
@@ -251,10 +256,7 @@ TEST_CASE("hostile client: the HTTP client survives every case of the table", "[
          std::this_thread::sleep_for(2s);
        },
        infer,
-       [](const outcome& o) {
-         CHECK(o.ec == boost::beast::error::timeout);
-         CHECK(o.took < 1500ms);
-       },
+       timed_out,
        500ms},
       {"a server that keeps sending meets the deadline",
        [](int fd) {
@@ -264,10 +266,7 @@ TEST_CASE("hostile client: the HTTP client survives every case of the table", "[
            std::this_thread::sleep_for(1ms);
        },
        infer,
-       [](const outcome& o) {
-         CHECK(o.ec == boost::beast::error::timeout);
-         CHECK(o.took < 1500ms);
-       },
+       timed_out,
        500ms},
       {"a stream that never pauses meets the deadline",
        [sse_header](int fd) {
@@ -281,10 +280,7 @@ TEST_CASE("hostile client: the HTTP client survives every case of the table", "[
        [](ih::client& c, ih::error_code& ec) {
          c.generate_stream("m", boost::json::object{}, [](boost::json::object&&) {}, ec);
        },
-       [](const outcome& o) {
-         CHECK(o.ec == boost::beast::error::timeout);
-         CHECK(o.took < 1500ms);
-       },
+       timed_out,
        500ms},
       {"an endless Server-Sent Event without its blank line stops at the limit",
        [sse_header](int fd) {
@@ -295,33 +291,20 @@ TEST_CASE("hostile client: the HTTP client survives every case of the table", "[
          c.generate_stream("m", boost::json::object{}, [&](boost::json::object&&) { ++events; }, ec);
          CHECK(events == 0);
        },
-       [](const outcome& o) {
-         CHECK(o.ec);
-         CHECK(o.peak_mib < 64 + 64 / 2 + 16);
-       }},
+       failed_near_limit},
       {"a collected stream keeps its events, not its raw body as well, and stops at the limit",
        [sse_header](int fd) {
          if (!send_all(fd, sse_header)) return;
-         // Events of 512 KiB each, without end.
-         const std::string event = "data: {\"text_output\":\"" + std::string(512 << 10, 'y') + "\"}\n\n";
-         char size[32];
-         std::snprintf(size, sizeof size, "%zx\r\n", event.size());
-         const std::string chunk = size + event + "\r\n";
+         const std::string chunk = event_chunk('y');  // 512 KiB events, without end
          for (int i = 0; i < 1024 && send_all(fd, chunk); ++i) {
          }
        },
        [](ih::client& c, ih::error_code& ec) { (void)c.generate_stream("m", boost::json::object{}, ec); },
-       [](const outcome& o) {
-         CHECK(o.ec);
-         CHECK(o.peak_mib < 64 + 64 / 2 + 16);
-       }},
+       failed_near_limit},
       {"a collected stream under the limit arrives whole, in about its own size",
        [sse_header](int fd) {
          if (!send_all(fd, sse_header)) return;
-         const std::string event = "data: {\"text_output\":\"" + std::string(512 << 10, 'z') + "\"}\n\n";
-         char size[32];
-         std::snprintf(size, sizeof size, "%zx\r\n", event.size());
-         const std::string chunk = size + event + "\r\n";
+         const std::string chunk = event_chunk('z');
          for (int i = 0; i < 64; ++i) send_all(fd, chunk);  // 32 MiB of events
          send_all(fd, "0\r\n\r\n");
        },
@@ -362,7 +345,7 @@ TEST_CASE("hostile client: the deadline holds for asynchronous calls while the s
   ih::error_code got;
   bool done = false;
   const auto t0 = std::chrono::steady_clock::now();
-  client.async_infer("simple", simple_request(), [&](ih::error_code ec, ih::infer_result) {
+  client.async_infer("simple", hostile::small_request(), [&](ih::error_code ec, ih::infer_result) {
     got = ec;
     done = true;
   });

@@ -4,6 +4,7 @@
 // a stream that never ends. Each case asserts the error and the deadline; the first, the peak
 // of the client's resident memory.
 #include "proc.hpp"
+#include "request.hpp"
 
 #include <inferwire/grpc/client.hpp>
 
@@ -54,17 +55,6 @@ class hostile_process {
   int port_ = 0;
 };
 
-v2::infer_request small_request() {
-  v2::infer_request r;
-  v2::infer_input in;
-  in.name = "INPUT0";
-  in.datatype = inferwire::data_type::int32;
-  in.shape = {1, 16};
-  in.encoding = v2::tensor_encoding::binary;
-  in.data = v2::tensor_data::own(std::string(64, '\1'));
-  r.inputs.push_back(std::move(in));
-  return r;
-}
 
 }  // namespace
 
@@ -77,7 +67,7 @@ TEST_CASE("hostile client: the gRPC client against a hostile server", "[hostile]
     REQUIRE(hostile::reset_peak(self));
     const auto base = hostile::rss_mib(self);
     ig::error_code ec;
-    (void)c.infer("huge", small_request(), ec);
+    (void)c.infer("huge", hostile::small_request(), ec);
     CHECK(ig::status_code(ec) == 8);  // RESOURCE_EXHAUSTED
     // gRPC's HTTP/2 transport (chttp2) buffers a message whole before it applies the limit
     // (grpc/grpc#43012; docs/security.md): the client holds the 300 MiB once, not more.
@@ -86,7 +76,7 @@ TEST_CASE("hostile client: the gRPC client against a hostile server", "[hostile]
     ig::client_options big;
     big.max_message_size = 512 << 20;
     ig::client b(server.target(), big);
-    auto r = b.infer("huge", small_request(), ec);
+    auto r = b.infer("huge", hostile::small_request(), ec);
     CHECK_FALSE(ec);
   }
   SECTION("a server that never answers meets the deadline") {
@@ -95,7 +85,7 @@ TEST_CASE("hostile client: the gRPC client against a hostile server", "[hostile]
     ig::client c(server.target(), o);
     const auto t0 = std::chrono::steady_clock::now();
     ig::error_code ec;
-    (void)c.infer("stall", small_request(), ec);
+    (void)c.infer("stall", hostile::small_request(), ec);
     CHECK(ig::status_code(ec) == 4);  // DEADLINE_EXCEEDED
     CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
   }
@@ -105,7 +95,7 @@ TEST_CASE("hostile client: the gRPC client against a hostile server", "[hostile]
     ig::client c(server.target(), o);
     const auto t0 = std::chrono::steady_clock::now();
     auto s = c.open_stream();
-    s.write("flood", small_request());
+    s.write("flood", hostile::small_request());
     ig::error_code ec;
     std::size_t read = 0;
     for (; read < 100'000'000 && !ec; ++read) (void)s.read(ec);

@@ -634,34 +634,28 @@ TEST_CASE("hostile: a restricted API takes its key from the header block alone",
                     "--http-restricted-api=model-repository:admin-key=admin"},
                    false);
   const int port = s.http_port();
+  auto exchange = [port](const std::string& bytes) {
+    connection c(port);
+    c.send(bytes);
+    auto r = c.read();
+    REQUIRE(r);
+    return *r;
+  };
   // The key in a chunked body's trailer does not count.
-  {
-    connection c(port);
-    c.send("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-           "2\r\n{}\r\n0\r\nadmin-key: admin\r\n\r\n");
-    auto r = c.read();
-    REQUIRE(r);
-    CHECK(r->status == 403);
-    CHECK(error_of(*r) == "This API is restricted, expecting header 'admin-key'");
-  }
+  auto r = exchange("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "2\r\n{}\r\n0\r\nadmin-key: admin\r\n\r\n");
+  CHECK(r.status == 403);
+  CHECK(error_of(r) == "This API is restricted, expecting header 'admin-key'");
   // In the header block it does, chunked or not.
-  {
-    connection c(port);
-    c.send("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nadmin-key: admin\r\nTransfer-Encoding: chunked\r\n\r\n"
-           "2\r\n{}\r\n0\r\n\r\n");
-    auto r = c.read();
-    REQUIRE(r);
-    CHECK(r->status == 200);
-  }
+  r = exchange("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nadmin-key: admin\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "2\r\n{}\r\n0\r\n\r\n");
+  CHECK(r.status == 200);
   // A header folded over two lines (obs-fold) is refused, whatever it carries.
   for (const std::string folded : {"admin-key:\r\n admin\r\n", "X-Other: a\r\n\tb\r\n"}) {
     CAPTURE(folded);
-    connection c(port);
-    c.send("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\n" + folded + "Content-Length: 0\r\n\r\n");
-    auto r = c.read();
-    REQUIRE(r);
-    CHECK(r->status == 400);
-    CHECK(error_of(*r).find("obs-fold") != std::string::npos);
+    r = exchange("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\n" + folded + "Content-Length: 0\r\n\r\n");
+    CHECK(r.status == 400);
+    CHECK(error_of(r).find("obs-fold") != std::string::npos);
   }
   still_serving(port);
   CHECK(request(port, "POST", "/v2/repository/index", "", {{"admin-key", "admin"}}).status == 200);
