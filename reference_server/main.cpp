@@ -17,12 +17,34 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <iostream>
 #include <thread>
 
 using namespace inferwire::server;
 
 namespace {
+
+// The watch over an exit whose timeout expired: an execution still running 5 s later does not
+// hold the exit (status 1), while a shutdown that only runs slow (a loaded machine: gRPC's
+// second, the joins) with no execution left finishes on its own, within 30 s.
+std::atomic<bool> exit_done{false};  ///< main is past the shutdown
+
+void watch_exit() {
+  std::thread([] {
+    const auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    for (; !exit_done.load(); std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+      const bool running = execution_count::running() > 0;
+      if (running || std::chrono::steady_clock::now() - start >= std::chrono::seconds(30)) {
+        std::fputs(running ? "inferwire-server: executions still running 5 s after the exit timeout; exiting\n"
+                           : "inferwire-server: shutdown still not finished 30 s after the exit timeout; exiting\n",
+                   stderr);
+        std::_Exit(1);
+      }
+    }
+  }).detach();
+}
 
 // Waits for in-flight requests (bounded by --exit-timeout-secs), then stops the I/O loop.
 void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
@@ -34,11 +56,7 @@ void drain(server_state& s, std::shared_ptr<boost::asio::steady_timer> timer,
       // Models that wait (configured delays, repeat's DELAY) stop waiting, so that their
       // executions end; one that still runs a few seconds later does not hold the exit.
       interrupt_waits();
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::seconds(5));
-        std::fputs("inferwire-server: executions still running 5 s after the exit timeout; exiting\n", stderr);
-        std::_Exit(1);
-      }).detach();
+      watch_exit();
     }
     s.stop_io();
     return;
@@ -173,5 +191,6 @@ int main(int argc, char** argv) {
   s.execution.join();
   s.traces.flush();
   s.log.log_info("exited cleanly");
+  exit_done = true;
   return 0;
 }

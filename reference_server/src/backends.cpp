@@ -505,6 +505,13 @@ status pause(const execution& e, std::chrono::milliseconds d) {
 }
 
 void interrupt_waits() noexcept { waits_interrupted.store(true, std::memory_order_relaxed); }
+
+namespace {
+std::atomic<std::int64_t> executions_running{0};
+}  // namespace
+execution_count::execution_count() noexcept { executions_running.fetch_add(1, std::memory_order_relaxed); }
+execution_count::~execution_count() { executions_running.fetch_sub(1, std::memory_order_relaxed); }
+std::int64_t execution_count::running() noexcept { return executions_running.load(std::memory_order_relaxed); }
 bool waits_are_interrupted() noexcept { return waits_interrupted.load(std::memory_order_relaxed); }
 
 namespace {

@@ -144,6 +144,17 @@ void interrupt_waits() noexcept;
 /// waiting for its client) end too.
 bool waits_are_interrupted() noexcept;
 
+/// Executions running now, all models: the exit's last watch (main.cpp) ends the process only
+/// while one still runs. An execution counts while the object lives.
+class execution_count {
+ public:
+  execution_count() noexcept;
+  ~execution_count();
+  execution_count(const execution_count&) = delete;
+  execution_count& operator=(const execution_count&) = delete;
+  static std::int64_t running() noexcept;
+};
+
 /// The backend `config.backend` names: a registered one first, then a backend library found
 /// for the model (set_library_loader), else a built-in one. Unknown names fail with Triton's
 /// text.

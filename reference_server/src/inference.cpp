@@ -8,6 +8,7 @@
 #include <inferwire/v2/binary.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <numeric>
 #include <unordered_set>
@@ -950,13 +951,18 @@ void release_sequence(infer_call& call) noexcept {
 }
 
 void run_one(infer_call& call) {
-  status st = execute_guarded(call, nullptr, call.hooks.cancelled);
+  status st;
+  {
+    execution_count counted;
+    st = execute_guarded(call, nullptr, call.hooks.cancelled);
+  }
   release_sequence(call);
   call.finish(std::move(st));
 }
 
 void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
   const std::shared_ptr<model_version> model = batch.front()->model;
+  std::optional<execution_count> counted(std::in_place);  // until the instance is released
   std::vector<status> results(batch.size());
   std::vector<std::size_t> live;
   live.reserve(batch.size());
@@ -1002,6 +1008,7 @@ void run_batch(std::vector<call_ptr>&& batch, instance_gate& gate) {
     }
   }
   for (auto& c : batch) release_sequence(*c);
+  counted.reset();
   // The instance is free before the responses are encoded: the next batch does not wait.
   gate.release(batch);
   for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->finish(std::move(results[i]));
