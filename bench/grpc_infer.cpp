@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_grpc_infer: the `simple` model over gRPC (inferwire-server, our gRPC client) at
-// concurrency 1 and 16, requests/s and p50/p99 latency, compared in the same run with a bare
-// unary echo service built on the same gRPC library that answers every ModelInfer with a
-// response of the same size (the floor of any gRPC server on this machine). Streaming
-// throughput (one ModelStreamInfer stream, requests pipelined) is reported for both too.
-// Targets (issue 22): >= 0.9x the echo baseline's throughput at concurrency 1 and 16, streaming
-// >= 1.0x (streaming: the median of 5 interleaved rounds). Each server's CPU time per request
-// (all threads, from its CPU-time clock) is printed too.
+// bench_grpc_infer: the `simple` model over gRPC (inferwire-server, our gRPC client) at 1, 16
+// and 64 concurrent unary calls and over 1 and 16 ModelStreamInfer streams (requests
+// pipelined), requests/s and server CPU per request (all threads, from its CPU-time clock),
+// compared in the same run with two bare echo services built on the same gRPC library, each
+// answering every request with a response of the same size: the best baseline, a one-thread
+// completion-queue (asynchronous) echo, and a synchronous echo (gRPC's thread pool) as a second
+// line. Targets: >= 0.9x the completion-queue echo's rate and <= 1.2x its server CPU per
+// request at every level.
 // Then a 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo
 // of the real 4 MiB response.
 #include "bench_process.hpp"
@@ -64,6 +64,90 @@ class echo_service final : public inference::GRPCInferenceService::Service {
 
  private:
   inference::ModelInferResponse canned_;
+};
+
+// The best baseline: the asynchronous API on one completion queue and one thread, calls and
+// streams as state machines on it (each stream answers a request before reading the next, as
+// the synchronous echo does).
+class cq_echo {
+ public:
+  cq_echo(inference::GRPCInferenceService::AsyncService& svc, ::grpc::ServerCompletionQueue& cq,
+          const inference::ModelInferResponse& canned)
+      : svc_(svc), cq_(cq), canned_(canned) {}
+  void run(int unary_slots, int stream_slots) {
+    for (int i = 0; i < unary_slots; ++i) (new unary(*this))->start();
+    for (int i = 0; i < stream_slots; ++i) (new stream(*this))->start();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.Next(&tag, &ok)) static_cast<step*>(tag)->proceed(ok);
+  }
+
+ private:
+  struct step {
+    virtual ~step() = default;
+    virtual void proceed(bool ok) = 0;
+  };
+  struct unary final : step {
+    explicit unary(cq_echo& e) : echo(e) {}
+    void start() { echo.svc_.RequestModelInfer(&ctx, &q, &responder, &echo.cq_, &echo.cq_, this); }
+    void proceed(bool ok) override {
+      if (!ok || finishing) {
+        delete this;
+        return;
+      }
+      (new unary(echo))->start();  // the next call's slot
+      r = echo.canned_;
+      r.set_id(q.id());
+      finishing = true;
+      responder.Finish(r, ::grpc::Status::OK, this);
+    }
+    cq_echo& echo;
+    ::grpc::ServerContext ctx;
+    inference::ModelInferRequest q;
+    inference::ModelInferResponse r;
+    ::grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&ctx};
+    bool finishing = false;
+  };
+  struct stream final : step {
+    explicit stream(cq_echo& e) : echo(e) {}
+    void start() { echo.svc_.RequestModelStreamInfer(&ctx, &rw, &echo.cq_, &echo.cq_, this); }
+    void proceed(bool ok) override {
+      switch (state) {
+        case 0:  // accepted
+          if (!ok) return delete this;
+          (new stream(echo))->start();
+          state = 1;
+          return rw.Read(&q, this);
+        case 1:  // read
+          if (!ok) {
+            state = 3;
+            return rw.Finish(::grpc::Status::OK, this);
+          }
+          *out.mutable_infer_response() = echo.canned_;
+          out.mutable_infer_response()->set_id(q.id());
+          state = 2;
+          return rw.Write(out, this);
+        case 2:  // written
+          if (!ok) {
+            state = 3;
+            return rw.Finish(::grpc::Status::OK, this);
+          }
+          state = 1;
+          return rw.Read(&q, this);
+        default:
+          delete this;
+      }
+    }
+    cq_echo& echo;
+    ::grpc::ServerContext ctx;
+    ::grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest> rw{&ctx};
+    inference::ModelInferRequest q;
+    inference::ModelStreamInferResponse out;
+    int state = 0;
+  };
+  inference::GRPCInferenceService::AsyncService& svc_;
+  ::grpc::ServerCompletionQueue& cq_;
+  const inference::ModelInferResponse& canned_;
 };
 
 struct result {
@@ -132,31 +216,46 @@ struct stream_reader {
   }
 };
 
-double run_stream(ig::client& c, const v2::infer_request& req, int n) {
-  int got = 0;
-  std::promise<void> done;
+// `streams` streams at once, `n` pipelined requests each: responses per second, all streams.
+double run_streams(ig::client& c, const v2::infer_request& req, int streams, int n) {
+  std::vector<int> got(static_cast<std::size_t>(streams), 0);
+  std::vector<std::promise<void>> done(static_cast<std::size_t>(streams));
+  std::vector<ig::stream> open;
+  open.reserve(got.size());
   const auto t0 = clock_type::now();
-  auto s = c.open_stream();
-  s.async_read(inline_handler(stream_reader{&s, &got, &done}));
-  // Every request queued at once: the stream sends them in order, one after another.
-  for (int i = 0; i < n; ++i) s.async_write("simple", req, inline_handler([](ig::error_code) {}));
-  s.async_writes_done(inline_handler([](ig::error_code) {}));
-  done.get_future().wait();
-  s.finish();
+  for (std::size_t k = 0; k < got.size(); ++k) open.push_back(c.open_stream());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    ig::stream& s = open[k];
+    s.async_read(inline_handler(stream_reader{&s, &got[k], &done[k]}));
+    // Every request queued at once: the stream sends them in order, one after another.
+    for (int i = 0; i < n; ++i) s.async_write("simple", req, inline_handler([](ig::error_code) {}));
+    s.async_writes_done(inline_handler([](ig::error_code) {}));
+  }
+  for (auto& d : done) d.get_future().wait();
+  for (auto& s : open) s.finish();
   const double elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
-  return got / elapsed;
+  return std::accumulate(got.begin(), got.end(), 0.0) / elapsed;
 }
 
 }  // namespace
 
-// The baseline as its own process: bench_grpc_infer --echo <port> <canned response file>.
-int echo_main(const char* port, const char* file) {
+// A baseline as its own process: bench_grpc_infer --echo|--cq-echo <port> <canned response file>.
+int echo_main(bool cq, const char* port, const char* file) {
   inference::ModelInferResponse canned;
   if (!canned.ParseFromString(bench::read_file(file))) return 1;
-  echo_service svc(canned);
   ::grpc::ServerBuilder sb;
   sb.AddListeningPort(std::string("127.0.0.1:") + port, ::grpc::InsecureServerCredentials());
   sb.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());  // as inferwire-server
+  if (cq) {
+    inference::GRPCInferenceService::AsyncService svc;
+    sb.RegisterService(&svc);
+    auto queue = sb.AddCompletionQueue();
+    auto server = sb.BuildAndStart();
+    if (!server) return 1;
+    cq_echo(svc, *queue, canned).run(64, 16);  // a slot per call and stream the bench makes
+    return 0;
+  }
+  echo_service svc(canned);
   sb.RegisterService(&svc);
   auto server = sb.BuildAndStart();
   if (!server) return 1;
@@ -164,14 +263,15 @@ int echo_main(const char* port, const char* file) {
   return 0;
 }
 
-constexpr int stream_rounds = 5;
+constexpr int stream_rounds = 3;
 
 int main(int argc, char** argv) {
   // The server does this too; the client and the echo alike, so that large messages compare
   // the servers, not page faults (GLIBC_TUNABLES=glibc.malloc.check=0 runs all three with
   // glibc's defaults).
   inferwire::keep_large_blocks();
-  if (argc == 4 && std::string(argv[1]) == "--echo") return echo_main(argv[2], argv[3]);
+  if (argc == 4 && (std::string(argv[1]) == "--echo" || std::string(argv[1]) == "--cq-echo"))
+    return echo_main(std::string(argv[1]) == "--cq-echo", argv[2], argv[3]);
   const std::string dir = "/tmp/inferwire-bench-grpc-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const int grpc_port = bench::free_port();
@@ -196,26 +296,31 @@ int main(int argc, char** argv) {
     ig::encode_infer_response(r.response(), canned);
   }
   // Starts an echo process answering every call with `response`; its pid, or -1.
-  auto start_echo = [&](const inference::ModelInferResponse& response, const std::string& name, int& port) {
+  auto start_echo = [&](const inference::ModelInferResponse& response, const std::string& name, int& port,
+                        const char* mode = "--echo") {
     port = bench::free_port();
     {
       std::ofstream f(dir + "/" + name + ".bin", std::ios::binary);
       f << response.SerializeAsString();
     }
-    const pid_t pid = bench::spawn({argv[0], "--echo", std::to_string(port), dir + "/" + name + ".bin"},
+    const pid_t pid = bench::spawn({argv[0], mode, std::to_string(port), dir + "/" + name + ".bin"},
                                    dir + "/" + name + ".log");
     if (bench::wait_for_port(port)) return pid;
     std::fprintf(stderr, "the echo baseline did not start\n");
     bench::stop(pid);
     return pid_t{-1};
   };
-  int echo_port = 0;
+  int echo_port = 0, cq_port = 0;
   const pid_t echo_pid = start_echo(canned, "canned", echo_port);
-  if (echo_pid < 0) {
+  const pid_t cq_pid = start_echo(canned, "canned_cq", cq_port, "--cq-echo");
+  if (echo_pid < 0 || cq_pid < 0) {
     bench::stop(server_pid);
+    bench::stop(echo_pid);
+    bench::stop(cq_pid);
     return 1;
   }
   ig::client echo("127.0.0.1:" + std::to_string(echo_port));
+  ig::client cq("127.0.0.1:" + std::to_string(cq_port));
 
   std::printf("bench_grpc_infer: simple (INT32 [1,16] x2 -> x2), request %zu bytes, response %zu bytes\n",
               [&] {
@@ -224,39 +329,61 @@ int main(int argc, char** argv) {
                 return q.ByteSizeLong();
               }(),
               canned.ByteSizeLong());
-  for (int i = 0; i < 200; ++i) {  // warm up both
+  for (int i = 0; i < 200; ++i) {  // warm up all three
     ours.infer("simple", req);
     echo.infer("simple", req);
+    cq.infer("simple", req);
   }
-  for (int conc : {1, 16}) {
-    double c0 = bench::cpu_seconds(echo_pid, false);
-    const result e = run_unary(echo, "simple", req, conc, 3.0);
-    const double echo_cpu_us = (bench::cpu_seconds(echo_pid, false) - c0) * 1e6 / static_cast<double>(e.count);
-    c0 = bench::cpu_seconds(server_pid, false);
-    const result s = run_unary(ours, "simple", req, conc, 3.0);
-    const double ours_cpu_us = (bench::cpu_seconds(server_pid, false) - c0) * 1e6 / static_cast<double>(s.count);
-    std::printf("concurrency %2d: inferwire-server %8.0f req/s (p50 %7.1f us, p99 %7.1f us, server CPU %5.1f us/req)   "
-                "echo baseline %8.0f req/s (p50 %7.1f us, p99 %7.1f us, server CPU %5.1f us/req)   ratio %.2f "
-                "(target >= 0.9: %s)\n",
-                conc, s.rps, s.p50_us, s.p99_us, ours_cpu_us, e.rps, e.p50_us, e.p99_us, echo_cpu_us, s.rps / e.rps,
-                s.rps / e.rps >= 0.9 ? "met" : "NOT met");
+  // One level: each server's rate and CPU per request, ours against the completion-queue echo
+  // (the target) and the synchronous one.
+  struct figure {
+    double rate = 0, cpu_us = 0;
+  };
+  auto line = [](const char* what, const figure& s, const figure& e, const figure& y) {
+    const double rate = s.rate / e.rate, cpu = s.cpu_us / e.cpu_us;
+    std::printf("%-20s inferwire-server %8.0f req/s %6.1f us CPU   cq echo %8.0f req/s %6.1f us CPU   "
+                "ratio %.2f rate (>= 0.9: %s), %.2f CPU (<= 1.2: %s)   sync echo %8.0f req/s %6.1f us CPU (%.2f)\n",
+                what, s.rate, s.cpu_us, e.rate, e.cpu_us, rate, rate >= 0.9 ? "met" : "NOT met", cpu,
+                cpu <= 1.2 ? "met" : "NOT met", y.rate, y.cpu_us, s.rate / y.rate);
+  };
+  auto measured = [](pid_t pid, auto&& run) {
+    const double c0 = bench::cpu_seconds(pid, false);
+    const auto [rate, count] = run();
+    return figure{rate, (bench::cpu_seconds(pid, false) - c0) * 1e6 / count};
+  };
+  for (int conc : {1, 16, 64}) {
+    auto unary = [&](ig::client& c) {
+      return [&c, &req, conc] {
+        const result r = run_unary(c, "simple", req, conc, 3.0);
+        return std::pair{r.rps, static_cast<double>(r.count)};
+      };
+    };
+    const figure e = measured(cq_pid, unary(cq));
+    const figure y = measured(echo_pid, unary(echo));
+    const figure s = measured(server_pid, unary(ours));
+    line(("unary, " + std::to_string(conc) + " calls").c_str(), s, e, y);
   }
-  // One stream's rate moves by a third from run to run on a shared 2-core VM: interleaved
-  // rounds, medians, and the median of the rounds' ratios.
-  std::vector<double> se, ss, sr;
-  for (int round = 0; round < stream_rounds; ++round) {
-    se.push_back(run_stream(echo, req, 20000));
-    ss.push_back(run_stream(ours, req, 20000));
-    sr.push_back(ss.back() / se.back());
+  // Streams move by a third from run to run on a shared 2-core VM: interleaved rounds, medians.
+  for (int streams : {1, 16}) {
+    const int each = 20000 / streams;
+    std::vector<double> rate[3], cpu[3];
+    for (int round = 0; round < stream_rounds; ++round) {
+      int k = 0;
+      for (auto [c, pid] : {std::pair{&cq, cq_pid}, std::pair{&echo, echo_pid}, std::pair{&ours, server_pid}}) {
+        const figure f = measured(pid, [&, c = c] {
+          const double r = run_streams(*c, req, streams, each);
+          return std::pair{r, static_cast<double>(each) * streams};
+        });
+        rate[k].push_back(f.rate);
+        cpu[k++].push_back(f.cpu_us);
+      }
+    }
+    auto median_of = [&](int k) { return figure{bench::median(rate[k]), bench::median(cpu[k])}; };
+    line(("streams, " + std::to_string(streams) + " x " + std::to_string(each)).c_str(), median_of(2), median_of(0),
+         median_of(1));
   }
-  std::string each;
-  for (double r : sr) each += " " + std::to_string(r).substr(0, 4);
-  const double stream_ratio = bench::median(sr);
-  std::printf("streaming, one stream, 20000 pipelined requests, median of %d rounds: inferwire-server %8.0f req/s   "
-              "echo baseline %8.0f req/s   ratio %.2f (target >= 1.0: %s; rounds%s)\n",
-              stream_rounds, bench::median(ss), bench::median(se), stream_ratio,
-              stream_ratio >= 1.0 ? "met" : "NOT met", each.c_str());
   bench::stop(echo_pid);
+  bench::stop(cq_pid);
 
   // A 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo of
   // the real 4 MiB response: what large messages cost beyond gRPC's own copies.
