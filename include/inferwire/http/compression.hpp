@@ -10,7 +10,11 @@
 #include <inferwire/core/config.hpp>
 #include <inferwire/core/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +64,58 @@ inline bool compress(std::string_view data, content_coding coding, std::string& 
 ///    decompression`.
 /// Corrupt data is not an error: what was inflated before it is kept (as upstream does).
 INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::string& out);
+
+namespace detail {
+
+/// Bytes gathered in blocks of 1 MiB (not zero-filled: pages are touched as they are written)
+/// and joined once complete, each block freed as soon as it is copied: memory follows what was
+/// written, where a string grown by doubling copies itself and holds up to twice as much. The
+/// decompressor and the HTTP client's bodies of unknown length use it.
+class block_bytes {
+ public:
+  static constexpr std::size_t block_size = std::size_t{1} << 20;
+  /// Room to write into: the rest of the last block, or a new block.
+  std::span<char> space() {
+    if (blocks_.empty() || last_ == block_size) {
+      blocks_.emplace_back(new char[block_size]);
+      last_ = 0;
+    }
+    return {blocks_.back().get() + last_, block_size - last_};
+  }
+  /// `n` bytes of space() were written.
+  void commit(std::size_t n) noexcept {
+    last_ += n;
+    size_ += n;
+  }
+  void append(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const std::span<char> room = space();
+      const std::size_t n = std::min(room.size(), bytes.size());
+      std::memcpy(room.data(), bytes.data(), n);
+      commit(n);
+      bytes.remove_prefix(n);
+    }
+  }
+  std::size_t size() const noexcept { return size_; }
+  /// Appends every byte to `out` (reserved once) and frees the blocks.
+  void join(std::string& out) {
+    out.reserve(out.size() + size_);
+    for (std::size_t left = size_; !blocks_.empty(); blocks_.pop_front()) {
+      const std::size_t n = std::min(left, block_size);
+      out.append(blocks_.front().get(), n);
+      left -= n;
+    }
+    size_ = 0;
+    last_ = block_size;
+  }
+
+ private:
+  std::deque<std::unique_ptr<char[]>> blocks_;
+  std::size_t last_ = block_size;  ///< bytes in the last block
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
 
 }  // namespace inferwire::http
 

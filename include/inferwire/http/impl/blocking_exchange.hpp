@@ -105,7 +105,7 @@ class blocking_io {
   error_code send(int fd, const std::vector<net::const_buffer>& buffers) const {
     std::size_t next = 0, offset = 0;  // the first buffer not fully sent, and how much of it is
     while (next < buffers.size()) {
-      if (deadline_ != clock::time_point::max() && clock::now() >= deadline_) return beast::error::timeout;
+      if (expired()) return beast::error::timeout;
       error_code e = send_some(fd, buffers, next, offset);
       if (e == net::error::would_block) e = wait(fd, POLLOUT);
       if (e) return e;
@@ -117,9 +117,7 @@ class blocking_io {
   error_code receive(int fd, reply_reader& parser, beast::flat_buffer& buffer) const {
     error_code ec;
     while (parse_some(parser, buffer, ec)) {
-      // A server that keeps sending never lets a wait run out: the deadline is looked at
-      // before every read.
-      if (deadline_ != clock::time_point::max() && clock::now() >= deadline_) return beast::error::timeout;
+      if (expired()) return beast::error::timeout;
       auto space = buffer.prepare(read_size(parser));
       auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
       if (n > 0) {
@@ -139,6 +137,9 @@ class blocking_io {
 
  private:
   static error_code last_error() { return {errno, net::error::get_system_category()}; }
+  // Looked at before every read and write: a server that keeps sending never lets a wait run
+  // out, so the waits alone would not end the call.
+  bool expired() const { return deadline_ != clock::time_point::max() && clock::now() >= deadline_; }
   clock::time_point deadline_;
 };
 

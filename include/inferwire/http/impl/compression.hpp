@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <deque>
 #include <limits>
-#include <memory>
 
 namespace inferwire::http {
 
@@ -117,13 +115,9 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
   };
   status st;
   constexpr std::size_t max_chunk = std::numeric_limits<uInt>::max();
-  // Inflated into blocks, joined at the end (each block freed once copied): the output takes
-  // about its own size in memory, and a bomb stops one block past the limit, where a string
-  // grown by doubling (and zero-filled by resize) would hold twice that.
-  constexpr std::size_t block_size = std::size_t{1} << 20;
-  std::deque<std::unique_ptr<char[]>> blocks;
-  std::size_t in_last = block_size;  // bytes in the last block
-  std::size_t written = 0;
+  // Inflated into blocks, joined at the end: the output takes about its own size in memory,
+  // and a bomb stops one block past the limit.
+  detail::block_bytes blocks;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   std::string_view pending = data;
   for (;;) {
@@ -133,16 +127,11 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
       zs.avail_in = static_cast<uInt>(chunk);
       pending.remove_prefix(chunk);
     }
-    if (in_last == block_size) {
-      blocks.emplace_back(new char[block_size]);  // not zero-filled: pages are touched as written
-      in_last = 0;
-    }
-    const std::size_t room = block_size - in_last;
-    zs.next_out = reinterpret_cast<Bytef*>(blocks.back().get() + in_last);
-    zs.avail_out = static_cast<uInt>(room);
+    const std::span<char> space = blocks.space();
+    zs.next_out = reinterpret_cast<Bytef*>(space.data());
+    zs.avail_out = static_cast<uInt>(space.size());
     int rc = inflate(&zs, Z_NO_FLUSH);
-    in_last += room - zs.avail_out;
-    written += room - zs.avail_out;
+    blocks.commit(space.size() - zs.avail_out);
     if (rc == Z_STREAM_END) break;
     if (rc == Z_STREAM_ERROR) {
       st = {errc::internal, "encountered inconsistent stream state during decompression"};
@@ -151,17 +140,12 @@ INFERWIRE_DECL status decompress(std::string_view data, std::size_t limit, std::
     // Corrupt or truncated data: keep what was inflated (v2-protocol §4.4).
     if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_MEM_ERROR) break;
     if (rc == Z_BUF_ERROR && zs.avail_in == 0 && pending.empty()) break;
-    if (written > limit) break;
+    if (blocks.size() > limit) break;
   }
   inflateEnd(&zs);
-  if (!st && written > limit) st = too_big();
+  if (!st && blocks.size() > limit) st = too_big();
   if (st) return st;
-  out.reserve(written);
-  for (std::size_t left = written; !blocks.empty(); blocks.pop_front()) {
-    const std::size_t n = std::min(left, block_size);
-    out.append(blocks.front().get(), n);
-    left -= n;
-  }
+  blocks.join(out);
   return st;
 }
 

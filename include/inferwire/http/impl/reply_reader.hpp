@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -249,10 +248,6 @@ class reply_reader final : public bhttp::basic_parser<false> {
   bool bad_header_length() const noexcept { return bad_length_; }
 
  private:
-  // A body of unknown length (chunked, or until the connection closes) arrives in blocks of
-  // this size, joined once it is complete: growing one string would copy it at each doubling
-  // and hold twice what was read.
-  static constexpr std::size_t block_size = std::size_t{1} << 20;
 
   void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
                        error_code&) override {}
@@ -296,9 +291,8 @@ class reply_reader final : public bhttp::basic_parser<false> {
   void on_finish_impl(error_code& ec) override {
     if (sinking() && !(*sink_)({}, true)) ec = client_errc::bad_response;
     if (splitter_ && !(*splitter_)({}, true)) ec = client_errc::bad_response;
-    if (blocks_) {  // joined, each block freed as soon as it is copied
-      reply_.body.reserve(received_);
-      for (; !blocks_->empty(); blocks_->pop_front()) reply_.body += blocks_->front();
+    if (blocks_) {
+      blocks_->join(reply_.body);
       blocks_.reset();
     }
   }
@@ -326,19 +320,15 @@ class reply_reader final : public bhttp::basic_parser<false> {
       reply_.body.append(bytes);
       return body.size();
     }
-    for (std::string_view rest = bytes; !rest.empty();) {
-      if (blocks_->empty() || blocks_->back().size() == block_size) blocks_->emplace_back().reserve(block_size);
-      std::string& b = blocks_->back();
-      const std::size_t take = std::min(rest.size(), block_size - b.size());
-      b.append(rest.substr(0, take));
-      rest.remove_prefix(take);
-    }
+    blocks_->append(bytes);
     return body.size();
   }
 
   reply reply_;
   std::size_t received_ = 0;                       ///< body bytes so far
-  std::optional<std::deque<std::string>> blocks_;  ///< a body of unknown length, so far
+  /// A body of unknown length (chunked, or until the connection closes), so far: in blocks, not
+  /// one string grown by doubling.
+  std::optional<block_bytes> blocks_;
   std::optional<sse_splitter> splitter_;           ///< a collected event stream
   std::string coding_;
   std::size_t limit_;
