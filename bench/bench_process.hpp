@@ -120,6 +120,14 @@ inline cpu_ticks cpu_split(pid_t pid, bool children) {
   return total;
 }
 
+// Resident memory of process `p` in bytes (/proc/<p>/statm), 0 when gone.
+inline std::size_t rss_bytes(pid_t p) {
+  std::istringstream in(read_file("/proc/" + std::to_string(p) + "/statm"));
+  std::size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
 inline pid_t spawn(std::vector<std::string> args, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

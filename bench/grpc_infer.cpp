@@ -7,8 +7,10 @@
 // completion-queue (asynchronous) echo, and a synchronous echo (gRPC's thread pool) as a second
 // line. Targets: >= 0.9x the completion-queue echo's rate and <= 1.2x its server CPU per
 // request at every level.
-// Then a 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo
-// of the real 4 MiB response.
+// Then FP32 tensors of 64 B to 64 MiB through identity_fp32 and back, one call at a time,
+// against the completion-queue echo answering with the real response of each size: time per
+// call and server CPU per byte, target <= 1.1x; and the server's resident memory 3 s after the
+// large calls against its start, target <= 1.1x.
 #include "bench_process.hpp"
 
 #include <inferwire/core/allocator.hpp>
@@ -284,6 +286,7 @@ int main(int argc, char** argv) {
     bench::stop(server_pid);
     return 1;
   }
+  const std::size_t rss_start = bench::rss_bytes(server_pid);
   std::vector<std::int32_t> a(16), b(16, 1);
   std::iota(a.begin(), a.end(), 0);
   const v2::infer_request req = simple_request(a, b);
@@ -351,7 +354,10 @@ int main(int argc, char** argv) {
     const auto [rate, count] = run();
     return figure{rate, (bench::cpu_seconds(pid, false) - c0) * 1e6 / count};
   };
+  // --only unary|streams|sizes: one part (for profiling).
+  const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
   for (int conc : {1, 16, 64}) {
+    if (!only.empty() && only != "unary") break;
     auto unary = [&](ig::client& c) {
       return [&c, &req, conc] {
         const result r = run_unary(c, "simple", req, conc, 3.0);
@@ -365,6 +371,7 @@ int main(int argc, char** argv) {
   }
   // Streams move by a third from run to run on a shared 2-core VM: interleaved rounds, medians.
   for (int streams : {1, 16}) {
+    if (!only.empty() && only != "streams") break;
     const int each = 20000 / streams;
     std::vector<double> rate[3], cpu[3];
     for (int round = 0; round < stream_rounds; ++round) {
@@ -385,34 +392,60 @@ int main(int argc, char** argv) {
   bench::stop(echo_pid);
   bench::stop(cq_pid);
 
-  // A 4 MiB FP32 tensor through identity_fp32 and back, one call at a time, against an echo of
-  // the real 4 MiB response: what large messages cost beyond gRPC's own copies.
-  std::vector<float> big(std::size_t{1} << 20, 1.5f);
-  v2::infer_request big_req;
-  big_req.inputs.push_back(v2::make_input("INPUT0", std::span<const float>(big), {static_cast<std::int64_t>(big.size())}));
-  inference::ModelInferResponse big_canned;
-  ig::encode_infer_response(ours.infer("identity_fp32", big_req).response(), big_canned);
-  int big_echo_port = 0;
-  const pid_t big_echo_pid = start_echo(big_canned, "canned_big", big_echo_port);
-  if (big_echo_pid >= 0) {
+  // Tensors of 64 B to 64 MiB through identity_fp32 and back, one call at a time, against the
+  // completion-queue echo answering with the real response of each size: time per call and
+  // server CPU per byte sent. Target: <= 1.1x at every size. Then the server's resident memory
+  // a few seconds after the last large call, against its resident memory at start.
+  const std::size_t rss_before = bench::rss_bytes(server_pid);
+  for (std::size_t bytes : {std::size_t{64}, std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{16} << 20,
+                            std::size_t{64} << 20}) {
+    if (!only.empty() && only != "sizes") break;
+    std::vector<float> big(bytes / sizeof(float), 1.5f);
+    v2::infer_request big_req;
+    big_req.inputs.push_back(
+        v2::make_input("INPUT0", std::span<const float>(big), {static_cast<std::int64_t>(big.size())}));
+    inference::ModelInferResponse big_canned;
+    ig::encode_infer_response(ours.infer("identity_fp32", big_req).response(), big_canned);
+    int big_echo_port = 0;
+    const pid_t big_echo_pid = start_echo(big_canned, "canned_big", big_echo_port, "--cq-echo");
+    big_canned.Clear();
+    if (big_echo_pid < 0) break;
     ig::client big_echo("127.0.0.1:" + std::to_string(big_echo_port));
-    for (int i = 0; i < 10; ++i) {
+    for (int i = 0; i < 3; ++i) {
       ours.infer("identity_fp32", big_req);
       big_echo.infer("identity_fp32", big_req);
     }
-    double c0 = bench::cpu_seconds(big_echo_pid, false);
-    const result e = run_unary(big_echo, "identity_fp32", big_req, 1, 3.0);
-    const double echo_cpu_ms = (bench::cpu_seconds(big_echo_pid, false) - c0) * 1e3 / static_cast<double>(e.count);
-    c0 = bench::cpu_seconds(server_pid, false);
-    const double client0 = bench::self_cpu_seconds();
-    const result s = run_unary(ours, "identity_fp32", big_req, 1, 3.0);
-    const double ours_cpu_ms = (bench::cpu_seconds(server_pid, false) - c0) * 1e3 / static_cast<double>(s.count);
-    const double client_cpu_ms = (bench::self_cpu_seconds() - client0) * 1e3 / static_cast<double>(s.count);
-    std::printf("4 MiB identity_fp32, one call at a time: inferwire-server %6.1f req/s (server CPU %5.2f ms/req, "
-                "client CPU %5.2f ms/req)   echo baseline %6.1f req/s (server CPU %5.2f ms/req)   ratio %.2f\n",
-                s.rps, ours_cpu_ms, client_cpu_ms, e.rps, echo_cpu_ms, s.rps / e.rps);
+    const double seconds = bytes >= (std::size_t{16} << 20) ? 2.0 : 0.8;
+    std::vector<double> call_us[2], cpu_ns[2];  // per call, per byte; [0] echo, [1] ours
+    for (int round = 0; round < 3; ++round) {
+      int k = 0;
+      for (auto [c, pid] : {std::pair{&big_echo, big_echo_pid}, std::pair{&ours, server_pid}}) {
+        const double c0 = bench::cpu_seconds(pid, false);
+        const result r = run_unary(*c, "identity_fp32", big_req, 1, seconds);
+        const double n = static_cast<double>(std::max<std::size_t>(r.count, 1));
+        call_us[k].push_back(1e6 / r.rps);
+        cpu_ns[k++].push_back((bench::cpu_seconds(pid, false) - c0) * 1e9 / (n * static_cast<double>(bytes)));
+      }
+    }
+    const double t_echo = bench::median(call_us[0]), t_ours = bench::median(call_us[1]);
+    const double c_echo = bench::median(cpu_ns[0]), c_ours = bench::median(cpu_ns[1]);
+    const double rt = t_ours / t_echo, rc = c_ours / c_echo;
+    const std::string size = bytes < 1024 ? std::to_string(bytes) + " B"
+                             : bytes < (std::size_t{1} << 20) ? std::to_string(bytes >> 10) + " KiB"
+                                                               : std::to_string(bytes >> 20) + " MiB";
+    std::printf("identity_fp32 %7s, one call at a time: inferwire-server %9.1f us/call %7.3f ns CPU/B   "
+                "cq echo %9.1f us/call %7.3f ns CPU/B   ratio %.2f time (<= 1.1: %s), %.2f CPU (<= 1.1: %s)\n",
+                size.c_str(), t_ours, c_ours, t_echo, c_echo, rt, rt <= 1.1 ? "met" : "NOT met", rc,
+                rc <= 1.1 ? "met" : "NOT met");
     bench::stop(big_echo_pid);
   }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::size_t rss_after = bench::rss_bytes(server_pid);
+  const double grown = static_cast<double>(rss_after) / static_cast<double>(rss_start);
+  std::printf("server resident memory: %.1f MiB at start, %.1f MiB before the large calls, %.1f MiB 3 s after "
+              "them: %.2fx its start (<= 1.1: %s)\n",
+              static_cast<double>(rss_start) / 1048576.0, static_cast<double>(rss_before) / 1048576.0,
+              static_cast<double>(rss_after) / 1048576.0, grown, grown <= 1.1 ? "met" : "NOT met");
   bench::stop(server_pid);
   std::filesystem::remove_all(dir);
   return 0;

@@ -5,6 +5,7 @@
 #include "src/server.hpp"
 #if INFERWIRE_SERVER_GRPC
 #include "src/grpc.hpp"
+#include "src/heap_trim.hpp"
 #include "src/inprocess.hpp"
 #endif
 
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // Tensors of a few MiB reuse the heap instead of faulting fresh pages in (docs/server.md).
   inferwire::keep_large_blocks();
+  // ... in one heap, which the quiet-time trim gives back whole (src/heap_trim.hpp).
+  use_one_heap();
 
   server_state s(std::move(opts));
   // Backend libraries may run inferences on other models (BLS) while the server is up.

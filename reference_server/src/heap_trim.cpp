@@ -5,7 +5,20 @@
 #include <malloc.h>
 #endif
 
+#include <cstdlib>
+#include <cstring>
+
 namespace inferwire::server {
+
+bool use_one_heap() noexcept {
+#if defined(__GLIBC__)
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if ((tunables && std::strstr(tunables, "glibc.malloc.")) || std::getenv("MALLOC_ARENA_MAX")) return false;
+  return ::mallopt(M_ARENA_MAX, 1) == 1;
+#else
+  return false;
+#endif
+}
 
 heap_trimmer::heap_trimmer(boost::asio::any_io_executor ex, const std::atomic<std::int64_t>& in_flight)
     : timer_(std::move(ex)), in_flight_(in_flight) {}

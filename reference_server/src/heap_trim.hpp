@@ -11,6 +11,16 @@
 
 namespace inferwire::server {
 
+/// Makes every thread allocate from one glibc heap (M_ARENA_MAX 1), unless the environment
+/// configures the allocator. A large request leaves its buffers free in the heap of the thread
+/// that allocated them, and glibc's trim returns the free end of the main heap only: with a heap
+/// per thread, 64 MiB requests left the server 37 MiB larger after the trim (the free end of
+/// each thread's heap stays), with one heap it came back to within 5 % of its start. The
+/// server's threads are few (a gRPC queue thread, the HTTP threads, the execution pool), and
+/// they allocate little per request, so they seldom wait for each other's allocations
+/// (docs/benchmarks.md). Call before any thread starts. True when the setting was made.
+bool use_one_heap() noexcept;
+
 /// A large request leaves its bytes free inside the C library's heap when it is answered:
 /// gRPC assembles a message from many small slices, and the memory they took (in the arena of
 /// whichever thread read them) is kept for reuse instead of returned. Eight 48 MiB stream

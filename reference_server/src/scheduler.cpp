@@ -332,10 +332,19 @@ bool small_request(bool on_gpu, const v2::infer_request& request, const tensor_p
   return input_bytes <= inline_execution_limit;
 }
 
+// The request's own part of runs_inline: small, or of any size for a size-free backend when no
+// input is in device memory (which a host backend gets copied to the host first).
+bool quick_request(bool on_gpu, const v2::infer_request& request, const tensor_places& places, bool size_free) {
+  if (small_request(on_gpu, request, places)) return true;
+  return size_free &&
+         std::all_of(places.inputs.begin(), places.inputs.end(), [](const placement& p) { return !p.data; });
+}
+
 }  // namespace
 
-bool runs_inline(const model_config& c, bool on_gpu, const v2::infer_request& request, const tensor_places& places) {
-  return inline_model(c) && small_request(on_gpu, request, places);
+bool runs_inline(const model_config& c, bool on_gpu, const v2::infer_request& request, const tensor_places& places,
+                 bool size_free) {
+  return inline_model(c) && quick_request(on_gpu, request, places, size_free);
 }
 
 std::string batch_key(const v2::infer_request& r) {
@@ -410,8 +419,8 @@ bool instance_gate::schedule(const call_ptr& call) {
   // A live sequence is not idle while this request of it waits or runs; the runner releases it.
   if (sequence_model_) call->held_sequence = sequence_group(call->request);
   if (sequences_ && !call->held_sequence.empty()) call->sequence_hold = sequences_->hold(call->held_sequence, max_idle_);
-  if (inline_ok_ && !call->hooks.sink && small_request(on_gpu_, call->request, call->places) &&
-      (!impl_ || impl_->runs_quickly())) {
+  if (inline_ok_ && !call->hooks.sink && (!impl_ || impl_->runs_quickly()) &&
+      quick_request(on_gpu_, call->request, call->places, impl_ && impl_->size_free())) {
     exec_.runner->run_one(*call);
     return true;
   }

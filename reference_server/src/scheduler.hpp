@@ -307,10 +307,11 @@ class instance_gate {
 /// Whether a request is small enough to execute on the thread that received it (HTTP I/O
 /// thread, gRPC handler thread) instead of the execution pool: models without an artificial
 /// delay or dynamic batching, with at most 64 KiB of host input bytes (inputs already in the
-/// GPU memory of a GPU instance cost nothing). Its work is bounded and small, and a thread hop
-/// would cost more.
+/// GPU memory of a GPU instance cost nothing), or at any size when the backend's work does not
+/// grow with it (`size_free`: backend::size_free) and no input is in device memory. Its work is
+/// bounded and small, and a thread hop would cost more.
 bool runs_inline(const model_config& config, bool on_gpu, const v2::infer_request& request,
-                 const tensor_places& places);
+                 const tensor_places& places, bool size_free = false);
 
 /// The key of the requests that may share one execution (the dynamic batcher): their inputs'
 /// names, types and shapes past the batch dimension.

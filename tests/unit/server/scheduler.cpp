@@ -403,6 +403,16 @@ TEST_CASE("runs_inline, batch_key and sequence_group read the request", "[schedu
   std::string big(64 * 1024 + 1, '\0');
   r.inputs[0].data = inferwire::v2::tensor_data::view(std::string_view(big));
   CHECK_FALSE(srv::runs_inline(plain, false, r, places));
+  // A backend whose work does not grow with the inputs (identity) runs inline at any size,
+  // unless an input is in device memory (copied to the host first) or the model batches.
+  CHECK(srv::runs_inline(plain, false, r, places, true));
+  CHECK_FALSE(srv::runs_inline(config_of("dynamic_batching { }"), false, r, places, true));
+  std::byte device_byte{};
+  places.inputs.resize(1);
+  places.inputs[0].data = &device_byte;
+  places.inputs[0].device = 0;
+  CHECK_FALSE(srv::runs_inline(plain, false, r, places, true));
+  places.inputs.clear();
 
   inferwire::v2::infer_request a, b;
   a.inputs.resize(2);
