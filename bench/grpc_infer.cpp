@@ -274,12 +274,19 @@ int main(int argc, char** argv) {
   inferwire::keep_large_blocks();
   if (argc == 4 && (std::string(argv[1]) == "--echo" || std::string(argv[1]) == "--cq-echo"))
     return echo_main(std::string(argv[1]) == "--cq-echo", argv[2], argv[3]);
+  // --only unary|streams|sizes: one part (for profiling); --server PATH: another build of
+  // inferwire-server (a before-and-after comparison).
+  std::string only, server = INFERWIRE_SERVER_PATH;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--only") only = argv[i + 1];
+    else if (std::string(argv[i]) == "--server") server = argv[i + 1];
+  }
   const std::string dir = "/tmp/inferwire-bench-grpc-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const int grpc_port = bench::free_port();
   pid_t server_pid = -1;
   const int http_port = bench::start_reference_server(
-      INFERWIRE_SERVER_PATH, dir + "/server.log", server_pid,
+      server, dir + "/server.log", server_pid,
       {"--allow-grpc=true", "--grpc-port", std::to_string(grpc_port)});
   if (!http_port || !bench::wait_for_port(grpc_port)) {
     std::fprintf(stderr, "inferwire-server did not start:\n%s\n", bench::read_file(dir + "/server.log").c_str());
@@ -354,8 +361,6 @@ int main(int argc, char** argv) {
     const auto [rate, count] = run();
     return figure{rate, (bench::cpu_seconds(pid, false) - c0) * 1e6 / count};
   };
-  // --only unary|streams|sizes: one part (for profiling).
-  const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
   for (int conc : {1, 16, 64}) {
     if (!only.empty() && only != "unary") break;
     auto unary = [&](ig::client& c) {

@@ -12,8 +12,10 @@
 #include "server.hpp"
 
 #include <grpcpp/grpcpp.h>
+#include <google/protobuf/arena.h>
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -24,6 +26,9 @@ namespace inferwire::server::grpc_detail {
 /// bytes per byte), and clients refuse trailers past 8 KiB by default (RESOURCE_EXHAUSTED in
 /// place of the real error), so the text is cut well below that.
 inline constexpr std::size_t max_grpc_error_text = 2048;
+
+/// The first arena block of a unary call: room for the messages of a small call.
+inline constexpr std::size_t arena_block_bytes = 4096;
 
 inline ::grpc::Status to_grpc(const status& st) {
   if (!st) return ::grpc::Status::OK;
@@ -110,7 +115,7 @@ class unary_call final : public rpc, public unary_context {
   static void listen(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
     auto* c = new unary_call(svc, cq, std::move(gate));
     if constexpr (NotifyDone) c->ctx_.AsyncNotifyWhenDone(&c->over_);
-    if (!c->gate_->start([&] { (svc.*Ask)(&c->ctx_, &c->request_, &c->writer_, cq, cq, &c->arrived_); })) delete c;
+    if (!c->gate_->start([&] { (svc.*Ask)(&c->ctx_, c->request_, &c->writer_, cq, cq, &c->arrived_); })) delete c;
   }
 
   void on(int what, bool ok) override {
@@ -121,7 +126,7 @@ class unary_call final : public rpc, public unary_context {
       }
       listen(svc_, cq_, gate_);
       gate_->running.fetch_add(1, std::memory_order_relaxed);
-      (svc_.*Handle)(this, &request_, &response_);
+      (svc_.*Handle)(this, request_, response_);
       return;
     }
     if (what == sent) sent_seen_ = true;
@@ -134,7 +139,7 @@ class unary_call final : public rpc, public unary_context {
   void finish(const ::grpc::Status& st) override {
     auto gate = gate_;  // `this` may be deleted as soon as the reply is sent
     gate->start([&] {
-      if (st.ok()) writer_.Finish(response_, st, &sent_);
+      if (st.ok()) writer_.Finish(*response_, st, &sent_);
       else writer_.FinishWithError(st, &sent_);
     });
     // (A reply that comes after the queues were shut down is not sent; the call is left to the
@@ -148,12 +153,24 @@ class unary_call final : public rpc, public unary_context {
   unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)
       : svc_(svc), cq_(cq), gate_(std::move(gate)), writer_(&ctx_) {}
 
+  static ::google::protobuf::ArenaOptions arena_options(char* block, std::size_t size) {
+    ::google::protobuf::ArenaOptions o;
+    o.initial_block = block;
+    o.initial_block_size = size;
+    return o;
+  }
+
   Service& svc_;
   ::grpc::ServerCompletionQueue* cq_;
   std::shared_ptr<queue_gate> gate_;
   ::grpc::ServerContext ctx_;
-  Req request_;
-  Resp response_;
+  // The request and the reply live on an arena whose first block is part of the call: a small
+  // call's messages take no allocation of their own (a ModelInfer's took about fifteen); a
+  // large one's fields take theirs as before, all freed with the call.
+  alignas(std::max_align_t) char block_[arena_block_bytes];
+  ::google::protobuf::Arena arena_{arena_options(block_, sizeof block_)};
+  Req* request_ = ::google::protobuf::Arena::CreateMessage<Req>(&arena_);
+  Resp* response_ = ::google::protobuf::Arena::CreateMessage<Resp>(&arena_);
   ::grpc::ServerAsyncResponseWriter<Resp> writer_;
   event arrived_{this, arrived}, sent_{this, sent}, over_{this, over};
   bool sent_seen_ = false;

@@ -167,12 +167,28 @@ void stream_call::read_next() {
 
 bool stream_call::send(const v2::infer_response& resp, bool final, bool wait) {
   response out;
+  {
+    std::lock_guard lock(mu_);
+    if (spare_) {
+      out = std::move(*spare_);
+      spare_.reset();
+    }
+  }
   conv::encode_infer_response(resp, *out.mutable_infer_response());
   (*out.mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(final);
   return wait ? replies_.push(std::move(out)) : replies_.put(std::move(out));
 }
 
 void stream_call::write_next() {
+  // The response just written is kept for the next one when small (a large one would keep its
+  // buffers for the stream's life).
+  if (!writing_.empty() && static_cast<std::size_t>(writing_.front().GetCachedSize()) <= kept_request_bytes) {
+    // Field by field: the message's own Clear() would delete its infer_response.
+    writing_.front().clear_error_message();
+    writing_.front().mutable_infer_response()->Clear();
+    std::lock_guard lock(mu_);
+    if (!spare_) spare_ = std::move(writing_.front());
+  }
   writing_.clear();
   bool ended = false;
   const auto got = replies_.take(writing_, 1, ended, [this] { write_next(); });

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace inferwire::server::grpc_detail {
@@ -107,6 +108,9 @@ class stream_call final : public rpc {
   reply_queue<response> replies_;
   std::vector<response> writing_;  ///< the response being written (at most one)
   std::mutex mu_;                  ///< guards what follows
+  /// A small response already written, cleared: the next response is built in it, reusing its
+  /// strings and fields instead of a dozen allocations.
+  std::optional<response> spare_;
   bool read_held_ = false;         ///< the next read waits for the queue to drain
   bool finishing_ = false;         ///< finish() was called: final_ is the stream's status
   bool finish_started_ = false;

@@ -247,11 +247,11 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
       parameter_value v;
       if (from_proto(p, v)) i.parameters.set(k, std::move(v));
     }
-    const std::string where = " for input tensor '" + t.name() + "' for model '" + std::string(model) + "'";
     if (auto st = detail::shm_of(t.parameters(), i.shm)) return st;
     if (i.shm) {
       if (t.has_contents())
-        return detail::invalid("unexpected 'content' provided when using shared memory" + where);
+        return detail::invalid("unexpected 'content' provided when using shared memory for input tensor '" +
+                               t.name() + "' for model '" + std::string(model) + "'");
       i.encoding = v2::tensor_encoding::shared_memory;
       continue;
     }
