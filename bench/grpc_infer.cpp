@@ -265,7 +265,7 @@ int echo_main(bool cq, const char* port, const char* file) {
   return 0;
 }
 
-constexpr int stream_rounds = 3;
+constexpr int stream_rounds = 3;  // interleaved rounds of each level
 
 int main(int argc, char** argv) {
   // The server does this too; the client and the echo alike, so that large messages compare
@@ -361,38 +361,40 @@ int main(int argc, char** argv) {
     const auto [rate, count] = run();
     return figure{rate, (bench::cpu_seconds(pid, false) - c0) * 1e6 / count};
   };
-  for (int conc : {1, 16, 64}) {
-    if (!only.empty() && only != "unary") break;
-    auto unary = [&](ig::client& c) {
-      return [&c, &req, conc] {
-        const result r = run_unary(c, "simple", req, conc, 3.0);
-        return std::pair{r.rps, static_cast<double>(r.count)};
-      };
-    };
-    const figure e = measured(cq_pid, unary(cq));
-    const figure y = measured(echo_pid, unary(echo));
-    const figure s = measured(server_pid, unary(ours));
-    line(("unary, " + std::to_string(conc) + " calls").c_str(), s, e, y);
-  }
-  // Streams move by a third from run to run on a shared 2-core VM: interleaved rounds, medians.
-  for (int streams : {1, 16}) {
-    if (!only.empty() && only != "streams") break;
-    const int each = 20000 / streams;
+  // A level moves by a fifth from run to run on a shared 2-core VM: three interleaved rounds of
+  // a second each, medians (as the streams below).
+  auto rounds_of = [&](auto&& run_one, const std::string& what) {
     std::vector<double> rate[3], cpu[3];
     for (int round = 0; round < stream_rounds; ++round) {
       int k = 0;
       for (auto [c, pid] : {std::pair{&cq, cq_pid}, std::pair{&echo, echo_pid}, std::pair{&ours, server_pid}}) {
-        const figure f = measured(pid, [&, c = c] {
-          const double r = run_streams(*c, req, streams, each);
-          return std::pair{r, static_cast<double>(each) * streams};
-        });
+        const figure f = measured(pid, [&, c = c] { return run_one(*c); });
         rate[k].push_back(f.rate);
         cpu[k++].push_back(f.cpu_us);
       }
     }
     auto median_of = [&](int k) { return figure{bench::median(rate[k]), bench::median(cpu[k])}; };
-    line(("streams, " + std::to_string(streams) + " x " + std::to_string(each)).c_str(), median_of(2), median_of(0),
-         median_of(1));
+    line(what.c_str(), median_of(2), median_of(0), median_of(1));
+  };
+  for (int conc : {1, 16, 64}) {
+    if (!only.empty() && only != "unary") break;
+    rounds_of(
+        [&](ig::client& c) {
+          const result r = run_unary(c, "simple", req, conc, 1.0);
+          return std::pair{r.rps, static_cast<double>(r.count)};
+        },
+        "unary, " + std::to_string(conc) + " calls");
+  }
+  // Streams move by a third from run to run: the same interleaved rounds.
+  for (int streams : {1, 16}) {
+    if (!only.empty() && only != "streams") break;
+    const int each = 20000 / streams;
+    rounds_of(
+        [&](ig::client& c) {
+          const double r = run_streams(c, req, streams, each);
+          return std::pair{r, static_cast<double>(each) * streams};
+        },
+        "streams, " + std::to_string(streams) + " x " + std::to_string(each));
   }
   bench::stop(echo_pid);
   bench::stop(cq_pid);

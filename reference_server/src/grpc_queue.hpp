@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -59,6 +60,10 @@ struct queue_gate {
   std::shared_mutex mu;
   bool closed = false;
   std::atomic<int> running{0};
+  /// Told when a call lets go of a large message: its bytes go back to the heap only then (a
+  /// 64 MiB reply is still being sent when its request stops counting as in flight), and the
+  /// quiet-time trim must come after that.
+  heap_trimmer* heap = nullptr;
 
   /// Starts a gRPC operation unless the queues are shut down (then false, nothing started).
   template <class F>
@@ -132,6 +137,12 @@ class unary_call final : public rpc, public unary_context {
     if (what == sent) sent_seen_ = true;
     else over_seen_ = true;
     if (sent_seen_ && (over_seen_ || !NotifyDone)) delete this;
+  }
+
+  ~unary_call() {
+    if (gate_->heap)
+      gate_->heap->note(static_cast<std::uint64_t>(request_->GetCachedSize()) +
+                        static_cast<std::uint64_t>(response_->GetCachedSize()));
   }
 
   ::grpc::ServerContext& context() override { return ctx_; }

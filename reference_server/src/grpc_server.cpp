@@ -81,6 +81,7 @@ std::shared_ptr<grpc_frontend> start_grpc(server_state& s, const std::string& ad
                                           status& st, int& bound_port) {
   const options& o = s.opts;
   auto f = std::make_shared<grpc_frontend>(s);
+  f->gate->heap = &s.heap;
   ::grpc::ServerBuilder b;
   const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
   std::shared_ptr<::grpc::ServerCredentials> creds;

@@ -182,6 +182,8 @@ bool stream_call::send(const v2::infer_response& resp, bool final, bool wait) {
 void stream_call::write_next() {
   // The response just written is kept for the next one when small (a large one would keep its
   // buffers for the stream's life).
+  // A large one goes back to the heap here, once written: the quiet-time trim comes after.
+  if (!writing_.empty()) svc_.state().heap.note(static_cast<std::uint64_t>(writing_.front().GetCachedSize()));
   if (!writing_.empty() && static_cast<std::size_t>(writing_.front().GetCachedSize()) <= kept_request_bytes) {
     // Field by field: the message's own Clear() would delete its infer_response.
     writing_.front().clear_error_message();
