@@ -10,10 +10,14 @@
 //                             "parameters": {"binary_data_size": N}}, ...],
 //    "outputs": [{"name": "...", "parameters": {"binary_data": true|false}}, ...]}
 //
-// in any member order, with members the decoder ignores anywhere they are ignored there.
+// in any member order, with members the decoder ignores anywhere they are ignored there; and
+// inputs with their tensor in JSON, `"data": [...]` (flat or nested) of a fixed-width integer
+// or floating-point type given before it, whose numbers are written into the tensor's bytes as
+// they are read instead of through a document.
 // Request parameters are read with the full decoder's types (sequence_id, sequence_start/end,
 // binary_data_output, priority, timeout, custom strings, numbers and bools).
-// Everything else (JSON or shared-memory inputs, other tensor parameters,
+// Everything else (BOOL, BYTES and FP16 data, data before its datatype, shared-memory inputs,
+// other tensor parameters,
 // escapes that split a string, a repeated member, any error at all) makes it decline, and the
 // caller decodes with `decode_infer_request`, which gives the result or the exact error. What
 // it accepts, it decodes exactly as `decode_infer_request` does (a test and a fuzz target
@@ -24,13 +28,17 @@
 #ifndef INFERWIRE_V2_FAST_REQUEST_HPP
 #define INFERWIRE_V2_FAST_REQUEST_HPP
 
+#include <inferwire/core/shape.hpp>
 #include <inferwire/v2/binary.hpp>
 
 #include <boost/json/basic_parser_impl.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -118,11 +126,22 @@ class fast_request_handler {
       req_.inputs.back().shape.reserve(4);
       return enter(frame::shape);
     }
+    if (frame_ == frame::input && s == slot::data) {
+      data_.clear();
+      data_count_ = 0;
+      data_depth_ = 1;
+      return enter(frame::data);
+    }
+    if (frame_ == frame::data && s == slot::none) {  // nested: the elements in row-major order
+      ++data_depth_;
+      return true;
+    }
     return false;
   }
 
   bool on_array_end(std::size_t, ec_t&) {
     if (skip_ > 0) return skip_value_end();
+    if (frame_ == frame::data && --data_depth_ > 0) return true;
     return leave();
   }
 
@@ -161,7 +180,10 @@ class fast_request_handler {
         else if (key == "datatype") s = slot::datatype;
         else if (key == "shape") s = slot::shape;
         else if (key == "parameters") s = slot::tensor_parameters;
-        else if (key == "data") return false;
+        else if (key == "data") {
+          if (!(seen_ & bit(slot::datatype)) || !json_number_type(req_.inputs.back().datatype)) return false;
+          s = slot::data;
+        }
         break;
       case frame::output:
         if (key == "name") s = slot::name;
@@ -211,6 +233,7 @@ class fast_request_handler {
 
   bool on_number_part(sv, ec_t&) { return true; }
   bool on_int64(std::int64_t v, sv, ec_t&) {
+    if (skip_ == 0 && frame_ == frame::data) return data_integer(v);
     if (skip_ == 0 && awaiting_ == slot::parameter_value) {
       if (param_ == parameter_kind::custom) return set_parameter(v);
       if (param_ == parameter_kind::flag || v < 0) return false;
@@ -220,6 +243,7 @@ class fast_request_handler {
     return on_unsigned(static_cast<std::uint64_t>(v));
   }
   bool on_uint64(std::uint64_t v, sv, ec_t&) {
+    if (skip_ == 0 && frame_ == frame::data) return data_integer(v);
     if (skip_ == 0 && awaiting_ == slot::parameter_value) {
       // Above INT64_MAX: a custom parameter reads it as a double, as the full decoder does.
       if (param_ == parameter_kind::custom) return set_parameter(static_cast<double>(v));
@@ -229,6 +253,7 @@ class fast_request_handler {
     return on_unsigned(v);
   }
   bool on_double(double d, sv, ec_t&) {
+    if (skip_ == 0 && frame_ == frame::data) return data_floating(d);
     if (skip_ == 0 && awaiting_ == slot::parameter_value)
       return param_ == parameter_kind::custom && set_parameter(d);
     return scalar_ignored();
@@ -249,11 +274,11 @@ class fast_request_handler {
 
  private:
   enum class frame : std::uint8_t {
-    none, root, request_parameters, inputs, input, shape, input_parameters, outputs, output, output_parameters
+    none, root, request_parameters, inputs, input, shape, data, input_parameters, outputs, output, output_parameters
   };
   enum class slot : std::uint8_t {
     none, ignored, id, request_parameters, parameter_value, inputs, outputs, name, datatype, shape,
-    tensor_parameters, binary_data_size, binary_data
+    tensor_parameters, binary_data_size, binary_data, data
   };
   // The request parameters the full decoder types: sequence_id (string or unsigned), the
   // flags (bool) and priority/timeout (unsigned); any other name is a custom parameter.
@@ -287,15 +312,98 @@ class fast_request_handler {
       case frame::outputs: frame_ = frame::root; break;
       case frame::input: frame_ = frame::inputs; break;
       case frame::shape:
+      case frame::data:
       case frame::input_parameters: frame_ = frame::input; break;
       case frame::output: frame_ = frame::outputs; break;
       case frame::output_parameters: frame_ = frame::output; break;
     }
     return true;
   }
+  // The types whose JSON elements are numbers written at their width (decode_json_tensor_data's
+  // fixed-width cases but BOOL).
+  static bool json_number_type(data_type t) noexcept {
+    switch (t) {
+      case data_type::uint8: case data_type::uint16: case data_type::uint32: case data_type::uint64:
+      case data_type::int8: case data_type::int16: case data_type::int32: case data_type::int64:
+      case data_type::fp32: case data_type::fp64:
+        return true;
+      default:
+        return false;
+    }
+  }
+  template <class T>
+  bool append_element(T x) {
+    char raw[sizeof(T)];
+    std::memcpy(raw, &x, sizeof(T));
+    data_.append(raw, sizeof(T));
+    ++data_count_;
+    return true;
+  }
+  // An integer element, with the decoder's rules: signed types take what fits in int64 and in
+  // their width, unsigned types what is not negative and fits, floating types any number.
+  template <class I>
+  bool data_integer(I v) {
+    auto as = [&]<class T>(T*) -> bool {
+      if constexpr (std::is_floating_point_v<T>) {
+        return append_element(static_cast<T>(static_cast<double>(v)));
+      } else if constexpr (std::is_signed_v<T>) {
+        if constexpr (std::is_unsigned_v<I>) return false;  // past INT64_MAX: not an int64
+        else if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+        else return append_element(static_cast<T>(v));
+      } else {
+        if constexpr (std::is_signed_v<I>) {
+          if (v < 0) return false;
+        }
+        if (static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max()) return false;
+        return append_element(static_cast<T>(v));
+      }
+    };
+    return with_element_type(as);
+  }
+  bool data_floating(double d) {
+    switch (req_.inputs.back().datatype) {
+      case data_type::fp32: return append_element(static_cast<float>(d));
+      case data_type::fp64: return append_element(d);
+      default: return false;  // an integer type refuses a fraction
+    }
+  }
+  template <class F>
+  bool with_element_type(F& f) {
+    switch (req_.inputs.back().datatype) {
+      case data_type::uint8: return f(static_cast<std::uint8_t*>(nullptr));
+      case data_type::uint16: return f(static_cast<std::uint16_t*>(nullptr));
+      case data_type::uint32: return f(static_cast<std::uint32_t*>(nullptr));
+      case data_type::uint64: return f(static_cast<std::uint64_t*>(nullptr));
+      case data_type::int8: return f(static_cast<std::int8_t*>(nullptr));
+      case data_type::int16: return f(static_cast<std::int16_t*>(nullptr));
+      case data_type::int32: return f(static_cast<std::int32_t*>(nullptr));
+      case data_type::int64: return f(static_cast<std::int64_t*>(nullptr));
+      case data_type::fp32: return f(static_cast<float*>(nullptr));
+      case data_type::fp64: return f(static_cast<double*>(nullptr));
+      default: return false;
+    }
+  }
+  // An input with its tensor in JSON: exactly as many elements as a valid, non-empty shape
+  // has (an empty one's data the decoder does not read), within the input size limit.
+  bool finish_json_input() {
+    constexpr unsigned required = (1u << static_cast<unsigned>(slot::name)) |
+                                  (1u << static_cast<unsigned>(slot::datatype)) |
+                                  (1u << static_cast<unsigned>(slot::shape));
+    if ((seen_ & required) != required || (seen_ & bit(slot::binary_data_size))) return false;
+    infer_input& in = req_.inputs.back();
+    const shape_result count = element_count(in.shape);
+    const shape_result bytes = byte_size(in.shape, in.datatype);
+    if (!count || count.value == 0 || static_cast<std::uint64_t>(count.value) != data_count_ || !bytes ||
+        static_cast<std::uint64_t>(bytes.value) > limits_.max_input_size)
+      return false;
+    in.encoding = tensor_encoding::json;
+    in.data = tensor_data::own(std::exchange(data_, std::string()));
+    return true;
+  }
   // An input is complete: name, datatype, shape and binary_data_size (each once, as on_key saw
   // to); its data is the next binary_data_size bytes after the header.
   bool finish_input() {
+    if (seen_ & bit(slot::data)) return finish_json_input();
     constexpr unsigned required = (1u << static_cast<unsigned>(slot::name)) |
                                   (1u << static_cast<unsigned>(slot::datatype)) |
                                   (1u << static_cast<unsigned>(slot::shape)) |
@@ -349,6 +457,9 @@ class fast_request_handler {
   std::string_view param_name_;
   std::string param_name_copy_;
   bool have_inputs_ = false;
+  std::string data_;             ///< the JSON input being read, as tensor bytes
+  std::uint64_t data_count_ = 0;  ///< its elements so far
+  std::size_t data_depth_ = 0;    ///< its arrays open
 };
 
 }  // namespace detail

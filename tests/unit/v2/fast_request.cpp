@@ -48,6 +48,18 @@ TEST_CASE("fast request path: the common shapes decode as the full decoder decod
        R"("timeout":0,"c1":"v","c2":-4,"c3":18446744073709551615,"c4":2.5,"c5":false},"inputs":[]})", 0},
       {R"({"parameters":{"sequence_id":42},"inputs":[]})", 0},
       {R"( { "inputs" : [ ] , "outputs" : [ { "name" : "O" , "parameters" : { "binary_data" : false } } ] } )", 0},
+      // tensors in JSON, flat and nested, at every width they are read at
+      {R"({"inputs":[{"name":"A","shape":[1,4],"datatype":"INT32","data":[1,-2,2147483647,-2147483648]},)"
+       R"({"name":"B","datatype":"FP32","shape":[2,2],"data":[[1.5,-2],[3e38,18446744073709551615]]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"UINT8","data":[0,255]},)"
+       R"({"name":"B","shape":[2],"datatype":"INT8","data":[-128,127]},)"
+       R"({"name":"C","shape":[2],"datatype":"UINT16","data":[[0],[65535]]},)"
+       R"({"name":"D","shape":[2],"datatype":"INT16","data":[-32768,32767]},)"
+       R"({"name":"E","shape":[1],"datatype":"UINT32","data":[4294967295]},)"
+       R"({"name":"F","shape":[2],"datatype":"UINT64","data":[18446744073709551615,0]},)"
+       R"({"name":"G","shape":[2],"datatype":"INT64","data":[-9223372036854775808,9223372036854775807]},)"
+       R"({"name":"H","shape":[3],"datatype":"FP64","data":[0.1,-0.0,1e308]}],"outputs":[{"name":"O"}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","data":[1,2],"parameters":{}},)" + in0 + "]}", 64},
   };
   int fast = 0, same = 0;
   for (const auto& [header, bytes] : accepted) {
@@ -74,7 +86,11 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
       {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":null}})", 64},
       {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":[1]}})", 64},
       {R"({"inputs":[)" + in0 + R"(],"parameters":{"c":{"d":1}}})", 64},
-      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","data":[1,2]}]})", 0},
+      {R"({"inputs":[{"name":"A","data":[1,2],"shape":[2],"datatype":"INT32"}]})", 0},  // data before its type
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"BOOL","data":[true,false]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"BYTES","data":["x"]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[2],"datatype":"FP32","data":[1,"NaN"]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[0],"datatype":"INT32","data":[]}]})", 0},  // data not read
       {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8,"k":"v"}}]})", 8},
       {R"({"inputs":[{"name":"A","shape":[2],"datatype":"INT32","parameters":{"shared_memory_region":"r","shared_memory_byte_size":8}}]})", 0},
       {R"({"inputs":[)" + in0 + R"(],"outputs":[{"name":"O","parameters":{"classification":2}}]})", 64},
@@ -103,6 +119,23 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
       {R"([])", 0},
       {R"({"inputs":[]} x)", 0},
       {R"({"inputs":[])", 0},
+      // JSON tensors the decoder refuses: a count off the shape, values out of range or of the
+      // wrong kind, data with a binary size, an unknown type
+      {R"({"inputs":[{"name":"A","shape":[3],"datatype":"INT32","data":[1,2]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[1,2]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT8","data":[128]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT16","data":[-32769]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"UINT8","data":[-1]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"UINT32","data":[4294967296]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT64","data":[9223372036854775808]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[1.0]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[true]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[{"a":1}]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":1}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"NOPE","data":[1]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[-1],"datatype":"INT32","data":[1]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[1],"data":[2]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[1],"parameters":{"binary_data_size":4}}]})", 4},
   };
   int fast = 0;
   for (const auto& [header, bytes] : declined) fast += compare(header, bytes).fast;
