@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire-server: the reference KServe v2 / Triton-compatible inference server.
 #include "src/backends.hpp"
+#include "src/heap_trim.hpp"
 #include "src/options.hpp"
 #include "src/server.hpp"
 #if INFERWIRE_SERVER_GRPC
 #include "src/grpc.hpp"
-#include "src/heap_trim.hpp"
 #include "src/inprocess.hpp"
 #endif
 

@@ -180,16 +180,20 @@ bool stream_call::send(const v2::infer_response& resp, bool final, bool wait) {
 }
 
 void stream_call::write_next() {
-  // The response just written is kept for the next one when small (a large one would keep its
-  // buffers for the stream's life).
-  // A large one goes back to the heap here, once written: the quiet-time trim comes after.
-  if (!writing_.empty()) svc_.state().heap.note(static_cast<std::uint64_t>(writing_.front().GetCachedSize()));
-  if (!writing_.empty() && static_cast<std::size_t>(writing_.front().GetCachedSize()) <= kept_request_bytes) {
-    // Field by field: the message's own Clear() would delete its infer_response.
-    writing_.front().clear_error_message();
-    writing_.front().mutable_infer_response()->Clear();
-    std::lock_guard lock(mu_);
-    if (!spare_) spare_ = std::move(writing_.front());
+  // The response just written: a small one is kept for the next (a large one would keep its
+  // buffers for the stream's life); a large one goes back to the heap here, and the quiet-time
+  // trim must come after.
+  if (!writing_.empty()) {
+    response& written = writing_.front();
+    const auto size = static_cast<std::size_t>(written.GetCachedSize());
+    svc_.state().heap.note(size);
+    if (size <= kept_request_bytes) {
+      // Field by field: the message's own Clear() would delete its infer_response.
+      written.clear_error_message();
+      written.mutable_infer_response()->Clear();
+      std::lock_guard lock(mu_);
+      if (!spare_) spare_ = std::move(written);
+    }
   }
   writing_.clear();
   bool ended = false;

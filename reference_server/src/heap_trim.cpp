@@ -5,15 +5,13 @@
 #include <malloc.h>
 #endif
 
-#include <cstdlib>
-#include <cstring>
+#include <inferwire/core/allocator.hpp>
 
 namespace inferwire::server {
 
 bool use_one_heap() noexcept {
 #if defined(__GLIBC__)
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if ((tunables && std::strstr(tunables, "glibc.malloc.")) || std::getenv("MALLOC_ARENA_MAX")) return false;
+  if (detail::malloc_set_by_environment({"MALLOC_ARENA_MAX"})) return false;
   return ::mallopt(M_ARENA_MAX, 1) == 1;
 #else
   return false;

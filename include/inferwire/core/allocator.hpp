@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -28,14 +29,23 @@
 
 namespace inferwire {
 
+namespace detail {
+/// Whether the environment configures glibc's allocator: any `glibc.malloc.*` tunable in
+/// GLIBC_TUNABLES, or one of the variables named (MALLOC_*_). A program then leaves it as is.
+inline bool malloc_set_by_environment(std::initializer_list<const char*> variables) noexcept {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::strstr(tunables, "glibc.malloc.")) return true;
+  for (const char* v : variables)
+    if (std::getenv(v)) return true;
+  return false;
+}
+}  // namespace detail
+
 /// True when the settings were made.
 inline bool keep_large_blocks(std::size_t mmap_threshold = std::size_t{32} << 20,
                               std::size_t trim_threshold = std::size_t{64} << 20) {
 #if defined(__GLIBC__)
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if ((tunables && std::strstr(tunables, "glibc.malloc.")) || std::getenv("MALLOC_MMAP_THRESHOLD_") ||
-      std::getenv("MALLOC_TRIM_THRESHOLD_"))
-    return false;
+  if (detail::malloc_set_by_environment({"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"})) return false;
   return ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) == 1 &&
          ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim_threshold)) == 1;
 #else

@@ -322,14 +322,7 @@ class fast_request_handler {
   // The types whose JSON elements are numbers written at their width (decode_json_tensor_data's
   // fixed-width cases but BOOL).
   static bool json_number_type(data_type t) noexcept {
-    switch (t) {
-      case data_type::uint8: case data_type::uint16: case data_type::uint32: case data_type::uint64:
-      case data_type::int8: case data_type::int16: case data_type::int32: case data_type::int64:
-      case data_type::fp32: case data_type::fp64:
-        return true;
-      default:
-        return false;
-    }
+    return is_fixed_size(t) && t != data_type::bool_ && t != data_type::fp16 && t != data_type::bf16;
   }
   template <class T>
   bool append_element(T x) {
