@@ -16,12 +16,14 @@ set(INFERWIRE_COMPONENT_DEPS_http v2)
 set(INFERWIRE_COMPONENT_DEPS_grpc v2)
 # Regions build the v2 registration requests (register_request()).
 set(INFERWIRE_COMPONENT_DEPS_shm  v2)
-# CUDA IPC regions (shm/cuda_region.hpp, part of cuda) build v2 registration requests too.
-set(INFERWIRE_COMPONENT_DEPS_cuda v2)
-set(INFERWIRE_COMPONENT_DEPS_gms  core cuda)
+# CUDA IPC regions (shm/cuda_region.hpp, part of cuda) build v2 registration requests too;
+# CUDA VMM regions (shm/cuda_vmm_region.hpp) hand their chunks over shm's descriptor channel.
+set(INFERWIRE_COMPONENT_DEPS_cuda v2 shm)
+# GMS passes descriptors as shm::unique_fd.
+set(INFERWIRE_COMPONENT_DEPS_gms  core cuda shm)
 set(INFERWIRE_HEADER_COMPONENTS
   core.hpp=core version.hpp=core v2.hpp=v2 http.hpp=http grpc.hpp=grpc shm.hpp=shm cuda.hpp=cuda
-  gms.hpp=gms src.hpp=http shm/cuda_region.hpp=cuda)
+  gms.hpp=gms src.hpp=http shm/cuda_region.hpp=cuda shm/cuda_vmm_region.hpp=cuda)
 
 # The component of the header at <path> (relative to include/inferwire).
 function(inferwire_header_component out path)

@@ -4,6 +4,7 @@
 #include "src/heap_trim.hpp"
 #include "src/options.hpp"
 #include "src/server.hpp"
+#include "src/vmm_channel.hpp"
 #if INFERWIRE_SERVER_GRPC
 #include "src/grpc.hpp"
 #include "src/inprocess.hpp"
@@ -154,6 +155,22 @@ int main(int argc, char** argv) {
                       std::to_string(s.opts.grpc_port) + " is not served");
 #endif
 
+  // CUDA regions from VMM chunks: their descriptors come over a Unix socket of their own.
+  std::unique_ptr<vmm_importer> vmm_import;
+  std::unique_ptr<vmm_channel> vmm_socket;
+  if (s.opts.allow_client_shm && !s.opts.cuda_vmm_socket.empty()) {
+    vmm_import = make_cuda_vmm_importer();
+    vmm_channel_options vmm_options;
+    vmm_options.path = s.opts.cuda_vmm_socket;
+    vmm_socket = std::make_unique<vmm_channel>(s.shm, *vmm_import, std::move(vmm_options));
+    if (auto st = vmm_socket->start()) {
+      s.log.log_warning("CUDA VMM regions cannot be registered: " + st.message());
+      vmm_socket.reset();
+    } else {
+      s.log.log_info("Started CUDA VMM socket at " + s.opts.cuda_vmm_socket);
+    }
+  }
+
   if (s.repository.mode() == control_mode::poll) s.repository.start_polling(s.opts.repository_poll_secs);
 
   boost::asio::signal_set signals(*s.ios.front(), SIGINT, SIGTERM);
@@ -190,6 +207,7 @@ int main(int argc, char** argv) {
 #if INFERWIRE_SERVER_GRPC
   if (grpc) stop_grpc(*grpc);  // what is left gets a second, then is cancelled
 #endif
+  if (vmm_socket) vmm_socket->stop();
   s.repository.stop_polling();
   s.execution.join();
   s.traces.flush();

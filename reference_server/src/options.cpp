@@ -177,6 +177,8 @@ int parse_options(int argc, char** argv, options& o) {
       ("allow-metrics", flag(&o.allow_metrics), "serve Prometheus metrics")
       ("allow-client-shm", flag(&o.allow_client_shm),
        "allow clients to register shared-memory regions")
+      ("cuda-vmm-socket", po::value(&o.cuda_vmm_socket)->default_value(o.cuda_vmm_socket),
+       "Unix socket on which clients hand over CUDA VMM chunks (with --allow-client-shm; empty: none)")
       ("http-max-input-size", po::value<std::string>(),
        "largest JSON header, JSON tensor, raw input or decompressed body, in bytes")
       ("http-max-inflight-bytes",

@@ -25,6 +25,9 @@ struct options {
   bool allow_grpc = true;
   bool allow_metrics = true;
   bool allow_client_shm = false;
+  /// The Unix socket for CUDA VMM regions (docs/shared-memory.md); open only with
+  /// allow_client_shm; empty: none.
+  std::string cuda_vmm_socket = "/tmp/inferwire-cuda-vmm.sock";
   std::uint64_t http_max_input_size = std::uint64_t{1} << 26;
   /// Request body bytes all HTTP connections may hold at once (0: max(2 GiB, 2 x the largest
   /// body, max(1 GiB, 4 x http_max_input_size))).

@@ -25,7 +25,9 @@ std::vector<std::string> server_extensions() {
           "model_repository(unload_dependents)", "schedule_policy", "model_configuration", "system_shared_memory",
           "cuda_shared_memory",  "binary_tensor_data",
           "parameters",          "statistics",         "trace",
-          "logging"};
+          "logging",
+          // Ours: CUDA regions registered from VMM chunks (docs/shared-memory.md).
+          "inferwire_cuda_vmm_shared_memory"};
 }
 
 namespace {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "shm_registry.hpp"
 
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid.hpp>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +35,8 @@ struct shm_region {
 #if INFERWIRE_SERVER_CUDA
   shm::cuda_ipc_mapping ipc;
 #endif
+  std::shared_ptr<vmm_mapping> vmm;  // CUDA regions registered with a VMM handle
+  std::uint64_t vmm_connection = 0;  // the channel connection that deposited it
 
   shm_region() = default;
   shm_region(const shm_region&) = delete;
@@ -69,6 +75,7 @@ shm_registry::~shm_registry() {
   self_->store(nullptr);
   std::lock_guard lock(mu_);
   regions_.clear();
+  vmm_deposits_.clear();
 }
 
 status shm_registry::check_allowed() const {
@@ -158,6 +165,7 @@ status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
   const std::string& r = q.name;
   if (auto st = require_name(region_kind::cuda, r)) return st;
   if (auto st = check_region_name(r)) return st;
+  if (shm::is_vmm_handle(q.raw_handle)) return register_vmm(q);
 #if INFERWIRE_SERVER_CUDA
   if (cuda::available()) {
     std::lock_guard lock(mu_);
@@ -185,6 +193,94 @@ status shm_registry::register_cuda(const v2::cuda_shm_register_request& q) {
 #endif
   return {errc::invalid_arg,
           "failed to register CUDA shared memory region: '" + r + "', GPUs not supported"};
+}
+
+status shm_registry::deposit_vmm(std::uint64_t connection, std::unique_ptr<vmm_mapping> mapping,
+                                 std::size_t chunks, std::string& handle, std::size_t max_pending) {
+  std::lock_guard lock(mu_);
+  std::size_t waiting = 0;
+  for (const auto& [token, d] : vmm_deposits_) waiting += d.connection == connection;
+  if (waiting >= max_pending)
+    return {errc::unavailable, std::to_string(waiting) +
+                                   " deposits of this connection await registration (at most " +
+                                   std::to_string(max_pending) + "); register or close them first"};
+  // The token is what lets a register call claim the deposit: 122 random bits, from the
+  // operating system's generator.
+  static thread_local boost::uuids::random_generator generate;
+  const boost::uuids::uuid id = generate();
+  shm::vmm_handle h;
+  std::copy(id.begin(), id.end(), h.token.begin());
+  h.byte_size = mapping->size;
+  h.device = mapping->device;
+  h.chunks = static_cast<std::uint32_t>(chunks);
+  handle = h.encode();
+  vmm_deposits_.emplace(std::string(reinterpret_cast<const char*>(h.token.data()), h.token.size()),
+                        vmm_deposit{connection, chunks, std::shared_ptr<vmm_mapping>(std::move(mapping))});
+  return {};
+}
+
+// A CUDA registration whose handle is one of ours: it claims the deposit the handle names.
+status shm_registry::register_vmm(const v2::cuda_shm_register_request& q) {
+  const std::string& r = q.name;
+  const auto h = shm::vmm_handle::decode(q.raw_handle);
+  if (!h) return {errc::invalid_arg, "failed to register shared memory region '" + r + "': invalid CUDA VMM handle"};
+  std::lock_guard lock(mu_);
+  if (regions_.count(r))
+    return {errc::already_exists, "shared memory region '" + r + "' already in manager"};
+  auto it = vmm_deposits_.find(std::string_view(reinterpret_cast<const char*>(h->token.data()), h->token.size()));
+  if (it == vmm_deposits_.end())
+    return {errc::invalid_arg, "failed to register shared memory region '" + r +
+                                   "': unknown CUDA VMM handle (it was registered already, its "
+                                   "channel closed, or its chunks were never deposited on this "
+                                   "server's CUDA VMM socket)"};
+  const vmm_mapping& m = *it->second.mapping;
+  if (q.device_id != static_cast<std::uint64_t>(m.device))
+    return {errc::invalid_arg, "failed to register shared memory region '" + r +
+                                   "': the CUDA VMM handle's memory is on device " +
+                                   std::to_string(m.device) + ", not " + std::to_string(q.device_id)};
+  if (q.byte_size == 0 || q.byte_size > m.size)
+    return {errc::invalid_arg, "failed to register shared memory region '" + r + "': byte_size " +
+                                   std::to_string(q.byte_size) + " does not fit the deposited region (" +
+                                   std::to_string(m.size) + " bytes)"};
+  auto region = std::make_shared<shm_region>();
+  region->name = r;
+  region->kind = region_kind::cuda;
+  region->byte_size = q.byte_size;
+  region->device_id = q.device_id;
+  region->base = m.base;
+  region->vmm = std::move(it->second.mapping);
+  region->vmm_connection = it->second.connection;
+  vmm_deposits_.erase(it);
+  regions_.emplace(r, entry{std::move(region)});
+  return {};
+}
+
+void shm_registry::close_vmm_connection(std::uint64_t connection) {
+  std::vector<std::shared_ptr<vmm_mapping>> dropped;  // released after the lock
+  std::vector<std::shared_ptr<shm_region>> unregistered;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = vmm_deposits_.begin(); it != vmm_deposits_.end();) {
+      if (it->second.connection != connection) {
+        ++it;
+        continue;
+      }
+      dropped.push_back(std::move(it->second.mapping));
+      it = vmm_deposits_.erase(it);
+    }
+    for (auto it = regions_.begin(); it != regions_.end();) {
+      auto& e = it->second;
+      if (!e.region->vmm || e.region->vmm_connection != connection) {
+        ++it;
+      } else if (e.users > 0) {
+        e.awaiting_unregister = true;  // removed by the last request using it
+        ++it;
+      } else {
+        unregistered.push_back(std::move(e.region));
+        it = regions_.erase(it);
+      }
+    }
+  }
 }
 
 // The status of the regions of `kind`: every one, or the one named `name` (which must be of
@@ -290,6 +386,7 @@ void shm_registry::release(const std::string& name, const std::shared_ptr<shm_re
 void shm_registry::clear() {
   std::lock_guard lock(mu_);
   regions_.clear();
+  vmm_deposits_.clear();
 }
 
 std::size_t shm_registry::size() const {

@@ -7,6 +7,7 @@
 #include "fault_guard.hpp"
 
 #include <inferwire/core/error.hpp>
+#include <inferwire/shm/vmm_channel.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <atomic>
@@ -33,6 +34,16 @@ struct placement {
   bool on_device() const noexcept { return device >= 0; }
 };
 
+/// Device memory imported from a client's VMM chunks and mapped contiguously: the region
+/// starts at `base` (`size` bytes) on GPU `device`. Destroying it unmaps and releases the
+/// chunks (vmm_channel.hpp makes them).
+struct vmm_mapping {
+  virtual ~vmm_mapping() = default;
+  std::byte* base = nullptr;
+  std::uint64_t size = 0;
+  int device = 0;
+};
+
 /// A registered region. Destroying it unmaps the memory (or closes the CUDA IPC handle).
 struct shm_region;
 
@@ -55,6 +66,14 @@ class shm_registry {
 
   status register_system(const v2::system_shm_register_request& request);
   status register_cuda(const v2::cuda_shm_register_request& request);
+
+  /// A client's VMM chunks, imported and mapped, awaiting register_cuda() with the handle
+  /// returned in `handle`. `connection` is the channel connection they came on: when it
+  /// closes, close_vmm_connection() drops what it deposited and unregisters what it registered.
+  /// At most `max_pending` deposits of one connection wait at once.
+  status deposit_vmm(std::uint64_t connection, std::unique_ptr<vmm_mapping> mapping,
+                     std::size_t chunks, std::string& handle, std::size_t max_pending = 16);
+  void close_vmm_connection(std::uint64_t connection);
 
   /// Every region of the kind (sorted by name), or the one named.
   status system_status(std::string_view name, std::vector<v2::system_shm_status>& out) const;
@@ -80,13 +99,20 @@ class shm_registry {
     std::size_t users = 0;
     bool awaiting_unregister = false;
   };
+  struct vmm_deposit {
+    std::uint64_t connection = 0;
+    std::size_t chunks = 0;
+    std::shared_ptr<vmm_mapping> mapping;
+  };
   void release(const std::string& name, const std::shared_ptr<shm_region>& region);
+  status register_vmm(const v2::cuda_shm_register_request& request);
   status status_of(std::string_view name, region_kind kind,
                    const std::function<std::size_t(const shm_region&)>& add) const;
 
   bool allow_register_;
   mutable std::mutex mu_;
   std::map<std::string, entry, std::less<>> regions_;
+  std::map<std::string, vmm_deposit, std::less<>> vmm_deposits_;  // by token
   std::shared_ptr<std::atomic<shm_registry*>> self_;  // leases outliving the registry find it gone
 };
 

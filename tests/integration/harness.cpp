@@ -68,7 +68,9 @@ server_process::server_process(std::vector<std::string> extra, bool default_repo
   // Defaults, unless `extra` sets the same flag.
   const std::pair<const char*, const char*> defaults[] = {
       {"--http-address", "127.0.0.1"}, {"--http-port", "0"}, {"--metrics-port", "0"},
-      {"--allow-grpc", "false"}, {"--http-thread-count", "2"}};
+      {"--allow-grpc", "false"}, {"--http-thread-count", "2"},
+      // No machine-wide CUDA VMM socket for test servers (tests that want one name their own).
+      {"--cuda-vmm-socket", ""}};
   for (const auto& [flag, value] : defaults) {
     bool overridden = false;
     for (const auto& e : extra) overridden |= e == flag || e.rfind(std::string(flag) + "=", 0) == 0;

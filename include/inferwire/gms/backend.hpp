@@ -10,6 +10,8 @@
 #ifndef INFERWIRE_GMS_BACKEND_HPP
 #define INFERWIRE_GMS_BACKEND_HPP
 
+#include <inferwire/shm/unique_fd.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -23,28 +25,8 @@ namespace inferwire::gms {
 /// What an allocation attempt gave.
 enum class alloc_status { ok, out_of_memory };
 
-/// An owned file descriptor.
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~unique_fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+/// An owned file descriptor (shared with the CUDA VMM shared-memory regions).
+using unique_fd = shm::unique_fd;
 
 /// The server's memory. `allocate` reports out-of-memory as a status (the server retries it
 /// while the client's wait allows) and throws on any other failure (the server answers the
