@@ -10,12 +10,16 @@
 //     host copies. Then the fixed cost of a GPU request: the same request on 16 elements
 //     against a 16-element HTTP request (binary data) on the CPU model `simple`, in alternating
 //     blocks. Target: <= 1.3x.
+// (c) On a GPU: the same 64M-element request with its inputs and outputs in a CUDA region
+//     registered from VMM chunks (docs/shared-memory.md, "CUDA VMM regions") against the legacy
+//     IPC regions of (b), in alternating blocks. Target: ratio <= 1.05, zero host copies.
 //
 //   bench_shm [--rounds N] [--server PATH]
 #include <inferwire/http/client.hpp>
 #include <inferwire/shm/system_region.hpp>
 #if INFERWIRE_BENCH_CUDA
 #include <inferwire/shm/cuda_region.hpp>
+#include <inferwire/shm/cuda_vmm_region.hpp>
 
 #include "kernels.hpp"
 #endif
@@ -115,17 +119,19 @@ std::uint64_t host_copies(int metrics_port) {
 int gpu_shm(const std::string& server, int rounds) {
   if (!inferwire::cuda::available()) {
     std::printf("(b) CUDA shm: skipped, %s\n", inferwire::cuda::unavailable_reason().c_str());
+    std::printf("(c) CUDA VMM region: skipped, %s\n", inferwire::cuda::unavailable_reason().c_str());
     return 0;
   }
   constexpr std::size_t count = std::size_t{64} << 20;  // 64M INT32 elements
   constexpr std::size_t bytes = count * 4;
   pid_t pid = 0;
   const std::string log = "/tmp/bench_shm_gpu_server_" + std::to_string(::getpid()) + ".log";
+  const std::string vmm_socket = "/tmp/bench_shm_vmm_" + std::to_string(::getpid()) + ".sock";
   const int metrics = free_port();
   int port = start_reference_server(
       server, log, pid,
       {"--allow-client-shm=true", "--allow-metrics=true", "--metrics-port", std::to_string(metrics),
-       "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/gpu/models"});
+       "--cuda-vmm-socket", vmm_socket, "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/gpu/models"});
   if (!port) {
     std::fprintf(stderr, "server did not start:\n%s\n", read_file(log).c_str());
     return 1;
@@ -250,9 +256,45 @@ int gpu_shm(const std::string& server, int rounds) {
               " %.2fx the CPU model\n", median(t_staged), median(t_staged) / cpu_16);
   std::printf("    host copies during %d requests: %llu (target 0); errors %d\n", 3 * rounds,
               static_cast<unsigned long long>(copies), errors);
+  // (c) The same request from a VMM region: the inputs and outputs in four chunks of one
+  // cuMemCreate range, registered through the server's socket, against the IPC regions above.
+  auto vmm = shm::cuda_vmm_memory::allocate(bytes, 4);
+  auto* vbase = static_cast<std::byte*>(vmm.data());
+  inferwire::cuda::check(cudaMemcpy(vbase, in.data(), 2 * bytes, cudaMemcpyDeviceToDevice), "copy inputs");
+  auto registration = shm::register_cuda_vmm(c, "vmm", vbase, 4 * bytes, vmm_socket);
+  v2::infer_request qv;
+  qv.inputs.push_back(v2::make_shm_input("INPUT0", inferwire::data_type::int32, {n}, {"vmm", 0, bytes}));
+  qv.inputs.push_back(v2::make_shm_input("INPUT1", inferwire::data_type::int32, {n}, {"vmm", bytes, bytes}));
+  qv.outputs.push_back(v2::make_shm_output("OUTPUT0", {"vmm", 2 * bytes, bytes}));
+  qv.outputs.push_back(v2::make_shm_output("OUTPUT1", {"vmm", 3 * bytes, bytes}));
+  c.infer("simple_gpu", qv);  // warm up
+  const std::uint64_t vmm_copies_before = host_copies(metrics);
+  std::vector<double> t_vmm, t_ipc;
+  for (int block = 0; block < 3; ++block) {
+    for (int r = 0; r < rounds; ++r) t_ipc.push_back(time_us([&] { c.infer("simple_gpu", q); }));
+    for (int r = 0; r < rounds; ++r) t_vmm.push_back(time_us([&] { c.infer("simple_gpu", qv); }));
+  }
+  const std::uint64_t vmm_copies = host_copies(metrics) - vmm_copies_before;
+  std::vector<std::int32_t> vsum(1024), vdiff(1024);
+  inferwire::cuda::check(cudaMemcpy(vsum.data(), vbase + 3 * bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
+  inferwire::cuda::check(cudaMemcpy(vdiff.data(), vbase + 4 * bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
+  int vmm_errors = 0;
+  for (std::size_t i = 0; i < 1024; ++i) {
+    const std::size_t e = count - 1024 + i;
+    vmm_errors += vsum[i] != a[e] + b[e];
+    vmm_errors += vdiff[i] != a[e] - b[e];
+  }
+  const double tv = median(t_vmm), ti = median(t_ipc);
+  std::printf("(c) the same request from a CUDA VMM region (%zu chunks of %zu MiB, registered through the socket)\n",
+              vmm.chunks(), vmm.chunk_size() >> 20);
+  std::printf("    VMM region: %9.1f us; legacy IPC regions: %9.1f us; ratio %.3fx (target <= 1.05: %s)\n", tv, ti,
+              tv / ti, tv <= 1.05 * ti ? "met" : "NOT met");
+  std::printf("    host copies during %d requests: %llu (target 0); errors %d\n", 6 * rounds,
+              static_cast<unsigned long long>(vmm_copies), vmm_errors);
+  registration.release();
   c.unregister_cuda_shared_memory();
   stop(pid);
-  return errors + (copies != 0);
+  return errors + (copies != 0) + vmm_errors + (vmm_copies != 0);
 }
 #endif
 
@@ -270,7 +312,7 @@ int main(int argc, char** argv) {
 #if INFERWIRE_BENCH_CUDA
   bad += gpu_shm(server, rounds);
 #else
-  std::printf("(b) CUDA shm: skipped, built without CUDA\n");
+  std::printf("(b) CUDA shm: skipped, built without CUDA\n(c) CUDA VMM region: skipped, built without CUDA\n");
 #endif
   return bad ? 1 : 0;
 }

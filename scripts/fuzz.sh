@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$compiler" ] || { echo "fuzz: clang++ not found"; exit 1; }
-[ ${#targets[@]} -gt 0 ] || targets=(json_infer binary_infer bytes config gms_codec gms_server http_reply sse grpc_messages http_endpoints http_connection)
+[ ${#targets[@]} -gt 0 ] || targets=(json_infer binary_infer bytes vmm_deposit config gms_codec gms_server http_reply sse grpc_messages http_endpoints http_connection)
 
 cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$compiler" >/dev/null
 cmake --build "$build" -j "${JOBS:-2}"

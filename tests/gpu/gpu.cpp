@@ -8,6 +8,7 @@
 
 #include <inferwire/http/client.hpp>
 #include <inferwire/shm/cuda_region.hpp>
+#include <inferwire/shm/cuda_vmm_region.hpp>
 #include <inferwire/shm/system_region.hpp>
 
 #include "../integration/harness.hpp"
@@ -16,8 +17,11 @@
 #include <boost/json/parse.hpp>
 
 #include <cstdio>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <future>
+#include <thread>
 #include <numeric>
 #include <regex>
 
@@ -378,4 +382,127 @@ TEST_CASE("gpu: NVML's GPU metrics on /metrics", "[gpu][metrics]") {
     CAPTURE(family);
     CHECK(text.find(family) != std::string::npos);
   }
+}
+
+namespace {
+
+server_process& vmm_server() {
+  static const std::string socket = "/tmp/iwgpu_vmm_" + std::to_string(::getpid()) + ".sock";
+  static server_process s({"--allow-client-shm=true", "--cuda-vmm-socket", socket, "--model-repository",
+                           std::string(INFERWIRE_SOURCE_DIR) + "/tests/gpu/models"});
+  return s;
+}
+std::string vmm_socket() { return "/tmp/iwgpu_vmm_" + std::to_string(::getpid()) + ".sock"; }
+
+std::size_t open_fds_of(pid_t pid) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  return n;
+}
+
+void to_device(void* dst, const void* src, std::size_t n) {
+  cuda::check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy to VMM memory");
+}
+std::vector<std::int32_t> from_device(const void* src, std::size_t count) {
+  std::vector<std::int32_t> v(count);
+  cuda::check(cudaMemcpy(v.data(), src, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy from VMM memory");
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: simple reads and writes a multi-chunk VMM region registered through the socket", "[gpu][vmm]") {
+  auto& s = vmm_server();
+  auto c = client_of(s);
+  c.unregister_cuda_shared_memory();
+  const std::size_t fds_before = open_fds_of(s.pid());
+  std::vector<std::int32_t> a(16), b(16);
+  for (int i = 0; i < 16; ++i) {
+    a[i] = i * 7919 - 3;
+    b[i] = 1000 - i;
+  }
+  auto [want_sum, want_diff] = cpu_simple(c, a, b);
+
+  // Three chunks mapped one after the other; the region starts 4 KiB into the first, and every
+  // tensor straddles a chunk boundary.
+  auto mem = shm::cuda_vmm_memory::allocate(1, 3);
+  const std::size_t chunk = mem.chunk_size();
+  auto* base = static_cast<std::byte*>(mem.data());
+  const std::size_t start = 4096, size = mem.size() - start;
+  const std::size_t in0 = chunk - start - 32, in1 = in0 + 64;             // across chunks 0 | 1
+  const std::size_t out0 = 2 * chunk - start - 40, out1 = out0 + 64;      // across chunks 1 | 2
+  to_device(base + start + in0, a.data(), 64);
+  to_device(base + start + in1, b.data(), 64);
+
+  auto exported = shm::export_cuda_vmm(base + start, size);
+  CHECK(exported.layout.chunk_sizes == std::vector<std::uint64_t>(3, chunk));
+  CHECK(exported.layout.offset == start);
+  CHECK(exported.layout.device == mem.device());
+  exported.fds.clear();
+
+  {
+    auto reg = shm::register_cuda_vmm(c, "vmm", base + start, size, vmm_socket());
+    auto status = c.cuda_shared_memory_status("vmm");
+    REQUIRE(status.size() == 1);
+    CHECK(status[0].byte_size == size);
+    CHECK(status[0].device_id == static_cast<std::uint64_t>(mem.device()));
+    v2::infer_request q;
+    q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {16}, {"vmm", in0, 64}));
+    q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {16}, {"vmm", in1, 64}));
+    q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"vmm", out0, 64}));
+    q.outputs.push_back(v2::make_shm_output("OUTPUT1", {"vmm", out1, 64}));
+    const auto copies_before = host_copies(s);
+    auto result = c.infer("simple_gpu", q);
+    CHECK(host_copies(s) == copies_before);  // zero host copies
+    CHECK(result.outputs()[0].data.empty());
+    CHECK(from_device(base + start + out0, 16) == want_sum);
+    CHECK(from_device(base + start + out1, 16) == want_diff);
+    // A CPU instance stages the same region through host memory.
+    std::vector<std::int32_t> zero(32, 0);
+    to_device(base + start + out0, zero.data(), 128);
+    for (auto& i : q.inputs) i.shape = {1, 16};
+    c.infer("simple", q);
+    CHECK(from_device(base + start + out0, 16) == want_sum);
+  }
+  // The registration ended with its object: the channel closed, the server unregistered.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = c.cuda_shared_memory_status().empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(gone);
+
+  SECTION("unregister by name releases it while the channel stays open") {
+    auto reg = shm::register_cuda_vmm(c, "vmm2", base, mem.size(), vmm_socket());
+    c.unregister_cuda_shared_memory("vmm2");
+    CHECK(c.cuda_shared_memory_status().empty());
+    CHECK(static_cast<bool>(reg.channel()));
+  }
+  SECTION("refusals: cudaMalloc memory, another device, a size off the granularity") {
+    auto legacy = shm::cuda_region::allocate(4096);
+    try {
+      shm::register_cuda_vmm(c, "bad", legacy.data(), 4096, vmm_socket());
+      FAIL("registered cudaMalloc memory as VMM");
+    } catch (const cuda::error& e) {
+      CHECK(std::string(e.what()).find("is not a VMM mapping") != std::string::npos);
+    }
+    auto chunks = shm::export_cuda_vmm(base, chunk);
+    auto raw = chunks.raw_fds();
+    auto channel = shm::vmm_channel::connect(vmm_socket());
+    shm::vmm_layout other = chunks.layout;
+    other.device = mem.device() + 1;
+    CHECK_THROWS_WITH(channel.deposit(other, raw), Catch::Contains("device"));
+    shm::vmm_layout odd = chunks.layout;
+    odd.chunk_sizes = {chunk / 2};
+    odd.byte_size = chunk / 2;
+    CHECK_THROWS_WITH(channel.deposit(odd, raw), Catch::Contains("granularity"));
+    shm::vmm_layout larger = chunks.layout;
+    larger.chunk_sizes = {2 * chunk};
+    CHECK_THROWS_WITH(channel.deposit(larger, raw), Catch::Contains("cuMemMap"));
+    // The channel still serves a good deposit after the refusals.
+    CHECK(shm::is_vmm_handle(channel.deposit(chunks.layout, raw)));
+  }
+  for (int i = 0; i < 200 && open_fds_of(s.pid()) != fds_before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(open_fds_of(s.pid()) == fds_before);
 }

@@ -23,7 +23,8 @@ TEST_CASE("server metadata names triton and lists the implemented extensions", "
   CHECK(r.body ==
         R"({"name":"triton","version":"0.1.0","extensions":["classification","sequence",)"
         R"x("model_repository","model_repository(unload_dependents)","schedule_policy","model_configuration",)x"
-        R"("system_shared_memory","cuda_shared_memory","binary_tensor_data","parameters","statistics","trace","logging"]})");
+        R"("system_shared_memory","cuda_shared_memory","binary_tensor_data","parameters","statistics","trace","logging",)"
+        R"("inferwire_cuda_vmm_shared_memory"]})");
 }
 
 TEST_CASE("routing: 404 and 405 replies", "[endpoints]") {

@@ -6,6 +6,7 @@
 #include <inferwire/grpc/client.hpp>
 #include <inferwire/grpc/convert.hpp>
 #include <inferwire/shm/system_region.hpp>
+#include <inferwire/shm/vmm_channel.hpp>
 
 #include "harness.hpp"
 
@@ -831,6 +832,11 @@ TEST_CASE("grpc: system shared memory and the raw output entries of shm outputs"
   ig::error_code ec;
   c.register_cuda_shared_memory({"gpu", std::string(64, '\0'), 0, 64}, ec);
   CHECK(ec);  // no GPU here, or an invalid handle on a GPU machine
+  // A CUDA VMM handle (docs/shared-memory.md) nobody deposited: the registry's text.
+  inferwire::shm::vmm_handle forged;
+  forged.byte_size = 64;
+  CHECK_THAT(error_text([&] { c.register_cuda_shared_memory({"vmm", forged.encode(), 0, 64}); }, INVALID_ARGUMENT),
+             Contains("failed to register shared memory region 'vmm': unknown CUDA VMM handle"));
 }
 
 TEST_CASE("grpc: client shared memory is refused unless allowed", "[grpc]") {

@@ -4,6 +4,7 @@
 // inputs and outputs in regions for every data type, and the CPU-only CUDA behaviour.
 #include <inferwire/http/client.hpp>
 #include <inferwire/shm/system_region.hpp>
+#include <inferwire/shm/vmm_channel.hpp>
 
 #include "harness.hpp"
 
@@ -12,11 +13,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <numeric>
 #include <thread>
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace iwtest;
@@ -461,4 +466,74 @@ TEST_CASE("shm: the SDK's system_region", "[shm]") {
   CHECK_FALSE(r);
   moved.unlink();
   CHECK_THROWS_AS(shm::system_region::open(key("sdk")), std::system_error);
+}
+
+namespace {
+std::size_t open_fds_of(pid_t pid) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("shm: the CUDA VMM socket of the real server (no GPU needed)", "[shm][vmm]") {
+  const std::string path = "/tmp/iwit_vmm_" + std::to_string(::getpid()) + ".sock";
+  // Without --allow-client-shm there is no socket.
+  {
+    server_process off({"--cuda-vmm-socket", path});
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  server_process s({"--allow-client-shm=true", "--cuda-vmm-socket", path});
+  CHECK(s.log().find("Started CUDA VMM socket at " + path) != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  auto c = client_of(s);
+  const auto md = c.server_metadata();
+  CHECK(std::count(md.extensions.begin(), md.extensions.end(), "inferwire_cuda_vmm_shared_memory") == 1);
+
+  // A memfd is no CUDA handle: the server refuses the deposit with its reason (no GPU here, or
+  // not a CUDA memory handle on a GPU machine), keeps no descriptor and keeps serving.
+  const std::size_t fds_before = open_fds_of(s.pid());
+  {
+    shm::unique_fd chunk(::memfd_create("iwit_vmm", MFD_CLOEXEC));
+    REQUIRE(::ftruncate(chunk.get(), 2 << 20) == 0);
+    const int raw[] = {chunk.get(), chunk.get()};
+    shm::vmm_layout layout;
+    layout.byte_size = 3 << 20;
+    layout.chunk_sizes = {2 << 20, 2 << 20};
+    auto channel = shm::vmm_channel::connect(path);
+    try {
+      channel.deposit(layout, raw);
+      FAIL("the server took a memfd as CUDA memory");
+    } catch (const shm::vmm_channel_error& e) {
+      const std::string text = e.what();
+      CHECK(text.starts_with("cannot import the CUDA VMM region: "));
+      CHECK((text.find("GPUs not supported") != std::string::npos ||
+             text.find("not a CUDA memory handle") != std::string::npos));
+    }
+    CHECK(c.server_live());
+    // The SDK's one call does the same three steps.
+    try {
+      shm::register_vmm_region(c, "vmm", layout, raw, path);
+      FAIL("registered a memfd");
+    } catch (const shm::vmm_channel_error&) {
+    }
+  }
+  for (int i = 0; i < 200 && open_fds_of(s.pid()) != fds_before; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(open_fds_of(s.pid()) == fds_before);
+
+  // A handle of ours that nobody deposited, through the usual register call.
+  shm::vmm_handle forged;
+  forged.byte_size = 64;
+  auto f = fails([&](auto& ec) { c.register_cuda_shared_memory({"vmm", forged.encode(), 0, 64}, ec); });
+  CHECK(f.status == 400);
+  CHECK(f.message.starts_with("failed to register shared memory region 'vmm': unknown CUDA VMM handle"));
+  CHECK(c.cuda_shared_memory_status().empty());
+  // The same path cannot be taken by a second server while this one listens.
+  server_process second({"--allow-client-shm=true", "--cuda-vmm-socket", path});
+  CHECK(second.log().find("CUDA VMM regions cannot be registered: CUDA VMM socket '" + path +
+                          "' is in use by another process") != std::string::npos);
+  s.stop();
+  CHECK_FALSE(std::filesystem::exists(path));
 }

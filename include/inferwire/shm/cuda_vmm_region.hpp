@@ -98,6 +98,100 @@ inline cuda_vmm_export export_cuda_vmm(const void* ptr, std::size_t size) {
   return out;
 }
 
+/// Device memory from the VMM API: `chunks` physical allocations (cuMemCreate, exportable as
+/// POSIX descriptors) mapped one after the other in one reserved range, read-write for their
+/// device; the shape of a PyTorch expandable segment. Move-only; unmaps and releases
+/// everything when destroyed. Throws cuda::error when the device has no VMM support.
+class cuda_vmm_memory {
+ public:
+  cuda_vmm_memory() = default;
+
+  /// At least `chunk_bytes` per chunk (rounded up to the device's granularity), on `device`
+  /// (-1: the current device).
+  static cuda_vmm_memory allocate(std::size_t chunk_bytes, std::size_t chunks, int device = -1) {
+    if (chunk_bytes == 0 || chunks == 0) throw std::invalid_argument("VMM memory needs chunks of at least one byte");
+    if (!cuda::available()) throw cuda::error(cudaErrorNoDevice, cuda::unavailable_reason());
+    const auto& d = cuda::detail::vmm();
+    if (!d.complete) throw cuda::error(cudaErrorInsufficientDriver, "the CUDA driver has no virtual memory management");
+    if (device < 0) cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+    cuda::device_guard g(device);
+    cuda::check(cudaFree(nullptr), "initialising the device's context");
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    std::size_t granularity = 0;
+    check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+    cuda_vmm_memory m;
+    m.device_ = device;
+    m.chunk_ = (chunk_bytes + granularity - 1) / granularity * granularity;
+    m.size_ = m.chunk_ * chunks;
+    CUdeviceptr va = 0;
+    check(d.reserve(&va, m.size_, granularity, 0, 0), "cuMemAddressReserve");
+    m.va_ = va;
+    for (std::size_t i = 0; i < chunks; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      check(d.create(&h, m.chunk_, &prop, 0), "cuMemCreate");
+      if (CUresult r = d.map(va + i * m.chunk_, m.chunk_, 0, h, 0); r != CUDA_SUCCESS) {
+        d.release(h);
+        check(r, "cuMemMap");
+      }
+      m.handles_.push_back(h);
+    }
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    check(d.set_access(va, m.size_, &access, 1), "cuMemSetAccess");
+    return m;
+  }
+
+  cuda_vmm_memory(cuda_vmm_memory&& o) noexcept { swap(o); }
+  cuda_vmm_memory& operator=(cuda_vmm_memory&& o) noexcept {
+    if (this != &o) cuda_vmm_memory(std::move(o)).swap(*this);
+    return *this;
+  }
+  cuda_vmm_memory(const cuda_vmm_memory&) = delete;
+  cuda_vmm_memory& operator=(const cuda_vmm_memory&) = delete;
+  ~cuda_vmm_memory() {
+    if (!va_) return;
+    const auto& d = cuda::detail::vmm();
+    (void)cudaDeviceSynchronize();
+    for (std::size_t i = 0; i < handles_.size(); ++i) {
+      d.unmap(va_ + i * chunk_, chunk_);
+      d.release(handles_[i]);
+    }
+    d.address_free(va_, size_);
+  }
+
+  void* data() const noexcept { return reinterpret_cast<void*>(va_); }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t chunk_size() const noexcept { return chunk_; }
+  std::size_t chunks() const noexcept { return handles_.size(); }
+  int device() const noexcept { return device_; }
+
+  void swap(cuda_vmm_memory& o) noexcept {
+    std::swap(va_, o.va_);
+    std::swap(size_, o.size_);
+    std::swap(chunk_, o.chunk_);
+    std::swap(device_, o.device_);
+    handles_.swap(o.handles_);
+  }
+
+ private:
+  static void check(CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS)
+      throw cuda::error(cudaErrorUnknown, std::string(what) + " failed: " + cuda::detail::driver_error_name(r));
+  }
+
+  CUdeviceptr va_ = 0;
+  std::size_t size_ = 0;
+  std::size_t chunk_ = 0;
+  int device_ = -1;
+  std::vector<CUmemGenericAllocationHandle> handles_;
+};
+
 /// Registers `[ptr, ptr + size)` (VMM device memory) as the CUDA region `name` through
 /// `client` (inferwire's HTTP or gRPC client). The region stays registered while the returned
 /// object lives; inference requests name it like any CUDA region.
