@@ -18,6 +18,7 @@ struct vmm_channel::connection {
   std::uint64_t id = 0;
   std::string buffer;               // the bytes of the frame being read
   std::vector<shm::unique_fd> fds;  // the descriptors that came with them
+  std::chrono::steady_clock::time_point started;  // the frame's first byte
 };
 
 namespace {
@@ -103,11 +104,20 @@ void vmm_channel::run() {
   for (;;) {
     fds.assign({pollfd{wake_.get(), POLLIN, 0}, pollfd{listener_.get(), POLLIN, 0}});
     for (const auto& c : connections_) fds.push_back({c->fd.get(), POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
+    // Wakes at least once a second to end deposits that stalled.
+    if (::poll(fds.data(), fds.size(), 1000) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     if (fds[0].revents) break;
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < connections_.size(); ++i) {
+      auto& c = *connections_[i];
+      if (c.buffer.empty() || now - c.started < opts_.frame_timeout) continue;
+      reply(c, 'E', "a deposit was not complete within " + std::to_string(opts_.frame_timeout.count()) + " ms");
+      close(c);
+      fds[2 + i].revents = 0;
+    }
     // Connections first (the indices of fds match connections_ until one is added).
     for (std::size_t i = 0; i < connections_.size(); ++i) {
       if (!fds[2 + i].revents) continue;
@@ -165,6 +175,7 @@ bool vmm_channel::read_some(connection& c) {
     }
   }
   if (n == 0) return false;
+  if (c.buffer.empty()) c.started = std::chrono::steady_clock::now();
   if (msg.msg_flags & MSG_CTRUNC)
     return reply(c, 'E', "more than " + std::to_string(shm::vmm_fds_per_message) +
                              " descriptors came with one message"),
@@ -172,6 +183,8 @@ bool vmm_channel::read_some(connection& c) {
   if (c.fds.size() > shm::vmm_max_chunks)
     return reply(c, 'E', "more than " + std::to_string(shm::vmm_max_chunks) + " descriptors came with one deposit"),
            false;
+  if (held_fds() > opts_.max_held_fds)
+    return reply(c, 'E', "the server holds too many descriptors of unfinished deposits; try again"), false;
   c.buffer.append(data, static_cast<std::size_t>(n));
   if (c.buffer.size() < 4) return true;
   const std::size_t size = shm::detail::get_le(c.buffer, 0, 4);
@@ -181,6 +194,12 @@ bool vmm_channel::read_some(connection& c) {
            false;
   if (c.buffer.size() < 4 + size) return true;
   return handle_frame(c);
+}
+
+std::size_t vmm_channel::held_fds() const {
+  std::size_t n = 0;
+  for (const auto& c : connections_) n += c->fds.size();
+  return n;
 }
 
 bool vmm_channel::handle_frame(connection& c) {

@@ -18,6 +18,7 @@
 #include <inferwire/shm/unique_fd.hpp>
 #include <inferwire/shm/vmm_channel.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -49,6 +50,10 @@ struct vmm_channel_options {
   std::function<bool(const ucred&)> permitted;
   std::size_t max_connections = 64;
   std::size_t max_pending = 16;  ///< deposits of one connection awaiting registration
+  /// Descriptors all connections may hold in deposits not yet complete.
+  std::size_t max_held_fds = 2 * shm::vmm_max_chunks;
+  /// How long a deposit may take from its first byte to its last.
+  std::chrono::milliseconds frame_timeout{10000};
 };
 
 class vmm_channel {
@@ -70,6 +75,7 @@ class vmm_channel {
   void run();
   void accept_one();
   bool read_some(connection& c);  // false: close it
+  std::size_t held_fds() const;
   bool handle_frame(connection& c);
   bool reply(connection& c, char type, std::string_view body);
   void close(connection& c);

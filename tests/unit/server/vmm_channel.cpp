@@ -369,3 +369,41 @@ TEST_CASE("vmm socket: permissions, connection limit, an occupied or foreign pat
   srv::vmm_channel too_long(registry, importer, o);
   CHECK(too_long.start().message().find("is empty or longer than") != std::string::npos);
 }
+
+TEST_CASE("vmm socket: a stalled deposit is ended, held descriptors are bounded", "[vmm]") {
+  srv::vmm_channel_options o;
+  o.max_held_fds = 2;
+  o.frame_timeout = 300ms;
+  fixture f(o);
+  auto chunk = memfd(8192);
+  const int three[] = {chunk.get(), chunk.get(), chunk.get()};
+  const std::string deposit = shm::vmm_frame(shm::encode_deposit(layout_of({8192, 8192, 8192}, 0, 8192)));
+  auto read_reply = [](const shm::vmm_channel& c) {
+    char head[4];
+    if (::recv(c.native_handle(), head, 4, MSG_WAITALL) != 4) return std::string();
+    std::string text(shm::detail::get_le(std::string_view(head, 4), 0, 4), '\0');
+    if (::recv(c.native_handle(), text.data(), text.size(), MSG_WAITALL) != static_cast<ssize_t>(text.size()))
+      return std::string();
+    return text;
+  };
+  {
+    // Half a frame, then nothing: ended after the timeout, its descriptor closed.
+    auto c = shm::vmm_channel::connect(f.path);
+    shm::detail::send_with_fds(c.native_handle(), std::string_view(deposit).substr(0, 10), std::span(three, 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(read_reply(c) == "Ea deposit was not complete within 300 ms");
+    CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
+    CHECK(closed_by_server(c));
+  }
+  {
+    // Three descriptors in one unfinished deposit exceed what the server holds for them.
+    auto c = shm::vmm_channel::connect(f.path);
+    shm::detail::send_with_fds(c.native_handle(), std::string_view(deposit).substr(0, 10), three);
+    CHECK(read_reply(c) == "Ethe server holds too many descriptors of unfinished deposits; try again");
+    CHECK(closed_by_server(c));
+  }
+  // A complete deposit within the bound still works.
+  auto c = shm::vmm_channel::connect(f.path);
+  const int one[] = {chunk.get()};
+  CHECK(shm::is_vmm_handle(c.deposit(layout_of({8192}, 0, 8192), one)));
+}
