@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "vmm_channel.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -40,6 +42,10 @@ vmm_channel::vmm_channel(shm_registry& registry, vmm_importer& importer, vmm_cha
     : registry_(registry), importer_(importer), opts_(std::move(options)) {
   if (!opts_.permitted)
     opts_.permitted = [uid = ::geteuid()](const ucred& c) { return c.uid == uid || c.uid == 0; };
+  // Never more than a quarter of the process's descriptors for unfinished deposits.
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    opts_.max_held_fds = std::min<std::size_t>(opts_.max_held_fds, limit.rlim_cur / 4);
 }
 
 vmm_channel::~vmm_channel() { stop(); }
@@ -178,7 +184,7 @@ bool vmm_channel::read_some(connection& c) {
   if (c.buffer.empty()) c.started = std::chrono::steady_clock::now();
   if (msg.msg_flags & MSG_CTRUNC)
     return reply(c, 'E', "more than " + std::to_string(shm::vmm_fds_per_message) +
-                             " descriptors came with one message"),
+                             " descriptors came with one message, or the server has no descriptor left"),
            false;
   if (c.fds.size() > shm::vmm_max_chunks)
     return reply(c, 'E', "more than " + std::to_string(shm::vmm_max_chunks) + " descriptors came with one deposit"),

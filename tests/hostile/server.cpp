@@ -20,8 +20,11 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 using namespace iwtest;
@@ -691,4 +694,84 @@ TEST_CASE("hostile: the accept loop backs off when descriptors run out", "[hosti
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   REQUIRE(s->running());
   still_serving(port);
+}
+
+TEST_CASE("hostile: the CUDA VMM socket bounds connections and descriptors and keeps serving", "[hostile][vmm]") {
+  const std::string path = "/tmp/iw_hostile_vmm_" + std::to_string(::getpid()) + ".sock";
+  server_process s({"--allow-client-shm=true", "--cuda-vmm-socket", path});
+  const std::size_t fds_before = hostile::open_fds(s.pid());
+  auto connect_raw = [&] {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    return fd;
+  };
+  auto reply_of = [](int fd) {
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char head[4];
+    if (::recv(fd, head, 4, MSG_WAITALL) != 4) return std::string();
+    const std::size_t n = std::size_t(std::uint8_t(head[0])) | std::size_t(std::uint8_t(head[1])) << 8;
+    std::string text(n, '\0');
+    if (::recv(fd, text.data(), n, MSG_WAITALL) != static_cast<ssize_t>(n)) return std::string();
+    return text;
+  };
+  auto wait_reply = [&](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 300) > 0 ? reply_of(fd) : std::string();
+  };
+  // 70 idle connections: the server serves 64 and tells the others why it will not.
+  std::vector<int> conns;
+  for (int i = 0; i < 70; ++i) conns.push_back(connect_raw());
+  int refused_connections = 0;
+  for (int fd : conns) refused_connections += wait_reply(fd) == "Etoo many connections to the CUDA VMM socket (at most 64)";
+  CHECK(refused_connections == 6);
+  for (int fd : conns) ::close(fd);
+  conns.clear();
+  // 40 connections, each holding an unfinished deposit with 64 descriptors of one memfd: the
+  // server holds 2,048 at most (a quarter of its descriptor limit when that is lower), and
+  // refuses the deposits past them.
+  rlimit limit{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  if (limit.rlim_cur < 8192) {
+    WARN("descriptor limit " << limit.rlim_cur << " < 8192: the held-descriptor case is skipped");
+    return;
+  }
+  const int memfd = ::memfd_create("iw_hostile_vmm", MFD_CLOEXEC);
+  REQUIRE(memfd >= 0);
+  for (int i = 0; i < 300 && hostile::open_fds(s.pid()) != fds_before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int refused_deposits = 0;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = connect_raw();
+    conns.push_back(fd);
+    // A frame header announcing 8,224 bytes, then 4 bytes with 64 descriptors attached.
+    const char part[] = {'\x20', '\x20', '\0', '\0', 'D', '\x01', '\0', '\0'};
+    iovec iov{const_cast<char*>(part), sizeof part};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 64);
+    for (int k = 0; k < 64; ++k) std::memcpy(CMSG_DATA(c) + k * sizeof(int), &memfd, sizeof(int));
+    REQUIRE(::sendmsg(fd, &msg, MSG_NOSIGNAL) == sizeof part);
+    refused_deposits += wait_reply(fd) == "Ethe server holds too many descriptors of unfinished deposits; try again";
+  }
+  CHECK(refused_deposits == 8);
+  // (the last refused connection closes just after its reply)
+  for (int i = 0; i < 300 && hostile::open_fds(s.pid()) > fds_before + 2048 + 32; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(hostile::open_fds(s.pid()) <= fds_before + 2048 + 32);
+  CHECK(request(s.http_port(), "GET", "/v2/health/live").status == 200);
+  for (int fd : conns) ::close(fd);
+  ::close(memfd);
+  for (int i = 0; i < 300 && hostile::open_fds(s.pid()) != fds_before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(hostile::open_fds(s.pid()) == fds_before);
+  CHECK(request(s.http_port(), "GET", "/v2/health/live").status == 200);
 }
