@@ -215,16 +215,19 @@ int gpu_shm(const std::string& server, int rounds) {
   const auto small_after = c.model_statistics("simple_gpu").model_stats.at(0).inference_stats;
   std::vector<double> t_staged;
   for (int r = 0; r < 3 * rounds; ++r) t_staged.push_back(time_us([&] { c.infer("simple_gpu", staged); }));
-  // Check a sample of the results.
-  std::vector<std::int32_t> sum(1024), diff(1024);
-  out.copy_to_host(bytes - 4096, std::as_writable_bytes(std::span(sum)));
-  out.copy_to_host(2 * bytes - 4096, std::as_writable_bytes(std::span(diff)));
-  int errors = 0;
-  for (std::size_t i = 0; i < 1024; ++i) {
-    const std::size_t k = count - 1024 + i;
-    errors += sum[i] != a[k] + b[k];
-    errors += diff[i] != a[k] - b[k];
-  }
+  // Checks the last 1024 sums and differences the model wrote at `sum_out` and `diff_out`.
+  auto wrong_results = [&](const std::byte* sum_out, const std::byte* diff_out) {
+    std::vector<std::int32_t> sum(1024), diff(1024);
+    inferwire::cuda::check(cudaMemcpy(sum.data(), sum_out + bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
+    inferwire::cuda::check(cudaMemcpy(diff.data(), diff_out + bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
+    int wrong = 0;
+    for (std::size_t i = 0; i < 1024; ++i) {
+      const std::size_t e = count - 1024 + i;
+      wrong += (sum[i] != a[e] + b[e]) + (diff[i] != a[e] - b[e]);
+    }
+    return wrong;
+  };
+  const int errors = wrong_results(base_out, base_out + bytes);
   const double s = median(t_server), k = median(t_kernel);
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, 0);
@@ -275,15 +278,7 @@ int gpu_shm(const std::string& server, int rounds) {
     for (int r = 0; r < rounds; ++r) t_vmm.push_back(time_us([&] { c.infer("simple_gpu", qv); }));
   }
   const std::uint64_t vmm_copies = host_copies(metrics) - vmm_copies_before;
-  std::vector<std::int32_t> vsum(1024), vdiff(1024);
-  inferwire::cuda::check(cudaMemcpy(vsum.data(), vbase + 3 * bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
-  inferwire::cuda::check(cudaMemcpy(vdiff.data(), vbase + 4 * bytes - 4096, 4096, cudaMemcpyDeviceToHost), "read");
-  int vmm_errors = 0;
-  for (std::size_t i = 0; i < 1024; ++i) {
-    const std::size_t e = count - 1024 + i;
-    vmm_errors += vsum[i] != a[e] + b[e];
-    vmm_errors += vdiff[i] != a[e] - b[e];
-  }
+  const int vmm_errors = wrong_results(vbase + 2 * bytes, vbase + 3 * bytes);
   const double tv = median(t_vmm), ti = median(t_ipc);
   std::printf("(c) the same request from a CUDA VMM region (%zu chunks of %zu MiB, registered through the socket)\n",
               vmm.chunks(), vmm.chunk_size() >> 20);

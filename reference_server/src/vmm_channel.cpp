@@ -171,15 +171,7 @@ bool vmm_channel::read_some(connection& c) {
   msg.msg_controllen = sizeof control;
   const ssize_t n = ::recvmsg(c.fd.get(), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-  for (cmsghdr* m = CMSG_FIRSTHDR(&msg); m; m = CMSG_NXTHDR(&msg, m)) {
-    if (m->cmsg_level != SOL_SOCKET || m->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (m->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(m) + i * sizeof(int), sizeof fd);
-      c.fds.emplace_back(fd);
-    }
-  }
+  shm::detail::for_each_received_fd(msg, [&c](int fd) { c.fds.emplace_back(fd); });
   if (n == 0) return false;
   if (c.buffer.empty()) c.started = std::chrono::steady_clock::now();
   if (msg.msg_flags & MSG_CTRUNC)

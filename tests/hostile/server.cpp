@@ -7,6 +7,7 @@
 
 #include <inferwire/http/compression.hpp>
 #include <inferwire/shm/system_region.hpp>
+#include <inferwire/shm/vmm_channel.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -748,19 +749,7 @@ TEST_CASE("hostile: the CUDA VMM socket bounds connections and descriptors and k
     conns.push_back(fd);
     // A frame header announcing 8,224 bytes, then 4 bytes with 64 descriptors attached.
     const char part[] = {'\x20', '\x20', '\0', '\0', 'D', '\x01', '\0', '\0'};
-    iovec iov{const_cast<char*>(part), sizeof part};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * 64);
-    for (int k = 0; k < 64; ++k) std::memcpy(CMSG_DATA(c) + k * sizeof(int), &memfd, sizeof(int));
-    REQUIRE(::sendmsg(fd, &msg, MSG_NOSIGNAL) == sizeof part);
+    inferwire::shm::detail::send_with_fds(fd, std::string_view(part, sizeof part), std::vector<int>(64, memfd));
     refused_deposits += wait_reply(fd) == "Ethe server holds too many descriptors of unfinished deposits; try again";
   }
   CHECK(refused_deposits == 8);

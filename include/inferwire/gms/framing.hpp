@@ -9,6 +9,7 @@
 #define INFERWIRE_GMS_FRAMING_HPP
 
 #include <inferwire/gms/codec.hpp>
+#include <inferwire/shm/unique_fd.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -109,15 +110,7 @@ inline ssize_t send_with_fd(int socket, std::string_view data, int fd) noexcept 
 namespace detail {
 /// Appends the descriptors (SCM_RIGHTS) that a received message carried to `fds`.
 inline void collect_fds(msghdr& msg, std::vector<int>& fds) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.push_back(fd);
-    }
-  }
+  shm::detail::for_each_received_fd(msg, [&fds](int fd) { fds.push_back(fd); });
 }
 }  // namespace detail
 

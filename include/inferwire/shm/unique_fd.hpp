@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/shm/unique_fd.hpp — an owned file descriptor (closed when destroyed), as the
-// descriptor-passing parts of the library (CUDA VMM regions, GMS) hand them around.
+// descriptor-passing parts of the library (CUDA VMM regions, GMS) hand them around, and the
+// walk over the descriptors a received message carried (SCM_RIGHTS).
 #ifndef INFERWIRE_SHM_UNIQUE_FD_HPP
 #define INFERWIRE_SHM_UNIQUE_FD_HPP
 
+#include <cstddef>
+#include <cstring>
 #include <utility>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace inferwire::shm {
@@ -32,6 +36,25 @@ class unique_fd {
  private:
   int fd_ = -1;
 };
+
+namespace detail {
+
+/// Calls `take(fd)` for each descriptor (SCM_RIGHTS) that the message `recvmsg` filled in
+/// carried, in order; the caller owns them from then on.
+template <class Take>
+void for_each_received_fd(msghdr& msg, Take&& take) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      take(fd);
+    }
+  }
+}
+
+}  // namespace detail
 
 }  // namespace inferwire::shm
 

@@ -8,6 +8,8 @@
 
 #include <inferwire/shm/vmm_channel.hpp>
 
+#include "../shm/vmm_layout.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -25,6 +27,7 @@
 
 namespace srv = inferwire::server;
 namespace shm = inferwire::shm;
+using iwtest::layout_of;
 namespace v2 = inferwire::v2;
 using namespace std::chrono_literals;
 
@@ -110,14 +113,6 @@ struct fixture {
   }
 };
 
-shm::vmm_layout layout_of(std::vector<std::uint64_t> chunks, std::uint64_t offset, std::uint64_t size, int device = 0) {
-  shm::vmm_layout l;
-  l.device = device;
-  l.offset = offset;
-  l.byte_size = size;
-  l.chunk_sizes = std::move(chunks);
-  return l;
-}
 
 // Sends a raw frame (with descriptors) and returns the reply's payload ("" when the server
 // closed the connection without one).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <inferwire/shm/vmm_channel.hpp>
 
+#include "vmm_layout.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 namespace shm = inferwire::shm;
+using iwtest::layout_of;
 
 namespace {
 std::string hex(std::string_view s) {
@@ -21,14 +24,6 @@ std::string hex(std::string_view s) {
   std::string out;
   for (unsigned char c : s) out += {d[c >> 4], d[c & 15]};
   return out;
-}
-shm::vmm_layout layout_of(std::vector<std::uint64_t> chunks, std::uint64_t offset, std::uint64_t size, int device = 0) {
-  shm::vmm_layout l;
-  l.device = device;
-  l.offset = offset;
-  l.byte_size = size;
-  l.chunk_sizes = std::move(chunks);
-  return l;
 }
 }  // namespace
 
@@ -155,14 +150,7 @@ TEST_CASE("vmm descriptors: more than one message's worth travel in groups, in o
     REQUIRE(n > 0);
     CHECK_FALSE(msg.msg_flags & MSG_CTRUNC);
     ++messages;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        received.emplace_back(fd);
-      }
-    }
+    shm::detail::for_each_received_fd(msg, [&received](int fd) { received.emplace_back(fd); });
     got.append(data, static_cast<std::size_t>(n));
   }
   CHECK(got == frame);
