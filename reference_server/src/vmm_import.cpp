@@ -75,11 +75,7 @@ class cuda_importer final : public vmm_importer {
     if (!supported)
       throw std::runtime_error("GPU " + std::to_string(layout.device) + " does not support virtual memory management");
     make_context_current(d, dev, layout.device);
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = layout.device;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    const CUmemAllocationProp prop = cuda::detail::vmm_prop(layout.device);
     std::size_t granularity = 0;
     if (CUresult r = d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
       fail(r, "cuMemGetAllocationGranularity");
@@ -114,10 +110,7 @@ class cuda_importer final : public vmm_importer {
       m->chunks.back().mapped = true;
       offset += size;
     }
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = layout.device;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc access = cuda::detail::vmm_access(layout.device, true);
     if (CUresult r = d.set_access(m->va, m->reserved, &access, 1); r != CUDA_SUCCESS) fail(r, "cuMemSetAccess");
     m->base = reinterpret_cast<std::byte*>(m->va + layout.offset);
     m->size = layout.byte_size;

@@ -80,6 +80,26 @@ inline const vmm_driver& vmm() {
   return d;
 }
 
+/// The allocation properties of shareable device memory on `device`: pinned, with POSIX
+/// descriptors among its handle types (GMS, CUDA VMM regions).
+inline CUmemAllocationProp vmm_prop(int device) {
+  CUmemAllocationProp p{};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = device;
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return p;
+}
+
+/// Read-only or read-write access for `device` (what cuMemSetAccess takes).
+inline CUmemAccessDesc vmm_access(int device, bool writable) {
+  CUmemAccessDesc a{};
+  a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.location.id = device;
+  a.flags = writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
+  return a;
+}
+
 /// "CUDA_ERROR_INVALID_VALUE" for a driver result (a number when the driver cannot say).
 inline std::string driver_error_name(CUresult r) {
   const char* name = nullptr;

@@ -35,6 +35,7 @@ namespace detail {
 // The driver entry points (shared with CUDA VMM shared-memory regions).
 using cuda::detail::vmm;
 using cuda::detail::vmm_driver;
+using cuda::detail::vmm_access;
 
 /// The driver, initialised, or cuda_vmm_error saying why there is none.
 inline const vmm_driver& vmm_ready() {
@@ -52,15 +53,7 @@ inline void vmm_check(CUresult r, const char* api) {
   throw cuda_vmm_error(r, std::string(api) + ": " + cuda::detail::driver_error_name(r));
 }
 
-/// The allocation properties GMS uses on `device` (pinned device memory, POSIX-fd handles).
-inline CUmemAllocationProp vmm_prop(int device) {
-  CUmemAllocationProp p{};
-  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = device;
-  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  return p;
-}
+using cuda::detail::vmm_prop;
 
 /// cuInit and the driver's handle of CUDA ordinal `device`.
 inline CUdevice vmm_device(int device) {

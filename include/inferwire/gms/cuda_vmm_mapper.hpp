@@ -73,10 +73,7 @@ class cuda_vmm_mapper {
   /// Read-only or read-write access for this device over `[va, va + size)`, which must be
   /// fully mapped.
   void set_access(std::uintptr_t va, std::size_t size, bool writable) {
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device_;
-    access.flags = writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
+    const CUmemAccessDesc access = detail::vmm_access(device_, writable);
     detail::vmm_check(detail::vmm().set_access(static_cast<CUdeviceptr>(va), size, &access, 1), "cuMemSetAccess");
   }
 

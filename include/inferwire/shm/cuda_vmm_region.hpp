@@ -116,11 +116,7 @@ class cuda_vmm_memory {
     if (device < 0) cuda::check(cudaGetDevice(&device), "cudaGetDevice");
     cuda::device_guard g(device);
     cuda::check(cudaFree(nullptr), "initialising the device's context");
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    const CUmemAllocationProp prop = cuda::detail::vmm_prop(device);
     std::size_t granularity = 0;
     check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
     cuda_vmm_memory m;
@@ -139,10 +135,7 @@ class cuda_vmm_memory {
       }
       m.handles_.push_back(h);
     }
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc access = cuda::detail::vmm_access(device, true);
     check(d.set_access(va, m.size_, &access, 1), "cuMemSetAccess");
     return m;
   }
