@@ -27,6 +27,7 @@ using cuda::detail::driver_error_name;
 
 // The range and the chunks mapped in it; destroying it undoes everything.
 struct cuda_vmm_import final : vmm_mapping {
+  CUcontext ctx = nullptr;  // the device's primary context, current while undoing
   CUdeviceptr va = 0;
   std::size_t reserved = 0;
   struct chunk {
@@ -36,19 +37,25 @@ struct cuda_vmm_import final : vmm_mapping {
   };
   std::vector<chunk> chunks;
 
+  // Runs on whichever thread lets go of the region last (an I/O thread, the socket's thread):
+  // the context is made current for the undoing and the thread's own is restored after.
   ~cuda_vmm_import() override {
     const auto& d = cuda::detail::vmm();
+    CUcontext previous = nullptr;
+    d.ctx_get_current(&previous);
+    if (ctx) d.ctx_set_current(ctx);
     for (const auto& c : chunks) {
       if (c.mapped) d.unmap(va + c.offset, c.size);
       d.release(c.handle);
     }
     if (va) d.address_free(va, reserved);
+    d.ctx_set_current(previous);
   }
 };
 
 // The device's primary context, current on this thread (the runtime's kernels use the same
 // one, so they see the mapping).
-void make_context_current(const cuda::detail::vmm_driver& d, CUdevice dev, int device) {
+CUcontext make_context_current(const cuda::detail::vmm_driver& d, CUdevice dev, int device) {
   static std::mutex mu;
   static std::vector<CUcontext> retained(static_cast<std::size_t>(cuda::device_count()), nullptr);
   std::lock_guard lock(mu);
@@ -56,6 +63,7 @@ void make_context_current(const cuda::detail::vmm_driver& d, CUdevice dev, int d
   if (!ctx)
     if (CUresult r = d.primary_ctx_retain(&ctx, dev); r != CUDA_SUCCESS) fail(r, "cuDevicePrimaryCtxRetain");
   if (CUresult r = d.ctx_set_current(ctx); r != CUDA_SUCCESS) fail(r, "cuCtxSetCurrent");
+  return ctx;
 }
 
 class cuda_importer final : public vmm_importer {
@@ -74,7 +82,7 @@ class cuda_importer final : public vmm_importer {
     d.device_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
     if (!supported)
       throw std::runtime_error("GPU " + std::to_string(layout.device) + " does not support virtual memory management");
-    make_context_current(d, dev, layout.device);
+    const CUcontext ctx = make_context_current(d, dev, layout.device);
     const CUmemAllocationProp prop = cuda::detail::vmm_prop(layout.device);
     std::size_t granularity = 0;
     if (CUresult r = d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
@@ -85,6 +93,7 @@ class cuda_importer final : public vmm_importer {
                                  " bytes is not a multiple of the device's granularity (" +
                                  std::to_string(granularity) + ")");
     auto m = std::make_unique<cuda_vmm_import>();
+    m->ctx = ctx;
     m->reserved = layout.mapped_size();
     if (CUresult r = d.reserve(&m->va, m->reserved, granularity, 0, 0); r != CUDA_SUCCESS)
       fail(r, "cuMemAddressReserve of " + std::to_string(m->reserved) + " bytes");
