@@ -13,11 +13,12 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 cmake -S . -B "$build" -G Ninja
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
-# ctest shows a skipped test without its output: say why the GPU tests and consumer_nvcc were
-# skipped.
+# ctest shows a skipped test without its output: say why the GPU tests, consumer_nvcc and
+# gpu_torch_vmm were skipped.
 for gpu_tests in "$build/tests/gpu/inferwire_gpu_tests" "$build/tests/gpu/inferwire_gms_gpu_tests"; do
   if [ -x "$gpu_tests" ]; then
     "$gpu_tests" --list-test-names-only 2>&1 | head -n 1 || true
   fi
 done
 grep -ho "SKIPPED: consumer_nvcc.*" "$build/Testing/Temporary/LastTest.log" 2>/dev/null | head -n 1 || true
+grep -ho "SKIPPED: gpu_torch_vmm.*" "$build/Testing/Temporary/LastTest.log" 2>/dev/null | head -n 1 || true

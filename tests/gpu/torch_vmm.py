@@ -23,15 +23,15 @@ os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
 try:
     import torch
 except ImportError:
-    print("skipped: torch is not installed")
+    print("SKIPPED: gpu_torch_vmm: torch is not installed")
     sys.exit(77)
 if not torch.cuda.is_available():
-    print("skipped: torch sees no GPU")
+    print("SKIPPED: gpu_torch_vmm: torch sees no GPU")
     sys.exit(77)
 try:
     cu = ctypes.CDLL("libcuda.so.1")
 except OSError as e:
-    print(f"skipped: {e}")
+    print(f"SKIPPED: gpu_torch_vmm: {e}")
     sys.exit(77)
 
 url = sys.argv[sys.argv.index("-u") + 1] if "-u" in sys.argv else "localhost:8000"

@@ -402,3 +402,33 @@ TEST_CASE("vmm socket: a stalled deposit is ended, held descriptors are bounded"
   const int one[] = {chunk.get()};
   CHECK(shm::is_vmm_handle(c.deposit(layout_of({8192}, 0, 8192), one)));
 }
+
+TEST_CASE("vmm socket: a deposit sent a byte at a time, and two deposits in one write", "[vmm]") {
+  fixture f;
+  auto chunk = memfd(8192);
+  const int one[] = {chunk.get()};
+  const std::string frame = shm::vmm_frame(shm::encode_deposit(layout_of({8192}, 0, 8192)));
+  auto c = shm::vmm_channel::connect(f.path);
+  // The descriptor rides on the first byte; the rest trickles in.
+  shm::detail::send_with_fds(c.native_handle(), std::string_view(frame).substr(0, 1), one);
+  for (std::size_t i = 1; i < frame.size(); ++i) {
+    REQUIRE(::send(c.native_handle(), frame.data() + i, 1, MSG_NOSIGNAL) == 1);
+    if (i % 8 == 0) std::this_thread::sleep_for(1ms);
+  }
+  char head[4];
+  REQUIRE(::recv(c.native_handle(), head, 4, MSG_WAITALL) == 4);
+  std::string reply(shm::detail::get_le(std::string_view(head, 4), 0, 4), '\0');
+  REQUIRE(::recv(c.native_handle(), reply.data(), reply.size(), MSG_WAITALL) == static_cast<ssize_t>(reply.size()));
+  CHECK(reply.size() == 1 + shm::vmm_handle_size);
+  CHECK(reply[0] == 'H');
+  // Two frames in one write, the descriptors of both on its first byte: the server reads up to
+  // the first frame's end, so the second frame's descriptor arrives with the first.
+  const int two[] = {chunk.get(), chunk.get()};
+  shm::detail::send_with_fds(c.native_handle(), frame + frame, two);
+  REQUIRE(::recv(c.native_handle(), head, 4, MSG_WAITALL) == 4);
+  reply.assign(shm::detail::get_le(std::string_view(head, 4), 0, 4), '\0');
+  REQUIRE(::recv(c.native_handle(), reply.data(), reply.size(), MSG_WAITALL) == static_cast<ssize_t>(reply.size()));
+  CHECK(reply == "Ea deposit of 1 chunks came with 2 descriptors");
+  CHECK(closed_by_server(c));
+  CHECK(f.regions_become(0));
+}
