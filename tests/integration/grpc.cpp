@@ -837,6 +837,14 @@ TEST_CASE("grpc: system shared memory and the raw output entries of shm outputs"
   forged.byte_size = 64;
   CHECK_THAT(error_text([&] { c.register_cuda_shared_memory({"vmm", forged.encode(), 0, 64}); }, INVALID_ARGUMENT),
              Contains("failed to register shared memory region 'vmm': unknown CUDA VMM handle"));
+  // The SDK's VMM registration takes the gRPC client as it takes the HTTP one (here without a
+  // socket to deposit on).
+  inferwire::shm::vmm_layout layout;
+  layout.byte_size = 4096;
+  layout.chunk_sizes = {4096};
+  const int fds[] = {0};
+  CHECK_THROWS_AS(inferwire::shm::register_vmm_region(c, "vmm", layout, fds, "/nonexistent/inferwire.sock"),
+                  std::system_error);
 }
 
 TEST_CASE("grpc: client shared memory is refused unless allowed", "[grpc]") {
