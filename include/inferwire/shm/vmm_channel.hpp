@@ -216,8 +216,8 @@ inline void send_with_fds(int socket, std::string_view frame, std::span<const in
   std::size_t sent = 0;
   for (std::size_t g = 0; g < groups; ++g) {
     const std::size_t end = g + 1 == groups ? frame.size() : frame.size() * (g + 1) / groups;
-    const auto group = fds.subspan(std::min(fds.size(), g * vmm_fds_per_message),
-                                   std::min(vmm_fds_per_message, fds.size() - std::min(fds.size(), g * vmm_fds_per_message)));
+    const std::size_t first_fd = std::min(fds.size(), g * vmm_fds_per_message);
+    const auto group = fds.subspan(first_fd, std::min(vmm_fds_per_message, fds.size() - first_fd));
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * vmm_fds_per_message)] = {};
     bool first = true;
     while (sent < end) {
