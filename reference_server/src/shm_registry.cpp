@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "shm_registry.hpp"
 
+#include <inferwire/shm/vmm_channel.hpp>
+
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid.hpp>
 
@@ -35,7 +37,7 @@ struct shm_region {
 #if INFERWIRE_SERVER_CUDA
   shm::cuda_ipc_mapping ipc;
 #endif
-  std::shared_ptr<vmm_mapping> vmm;  // CUDA regions registered with a VMM handle
+  std::unique_ptr<vmm_mapping> vmm;  // CUDA regions registered with a VMM handle
   std::uint64_t vmm_connection = 0;  // the channel connection that deposited it
 
   shm_region() = default;
@@ -215,7 +217,7 @@ status shm_registry::deposit_vmm(std::uint64_t connection, std::unique_ptr<vmm_m
   h.chunks = static_cast<std::uint32_t>(chunks);
   handle = h.encode();
   vmm_deposits_.emplace(std::string(reinterpret_cast<const char*>(h.token.data()), h.token.size()),
-                        vmm_deposit{connection, chunks, std::shared_ptr<vmm_mapping>(std::move(mapping))});
+                        vmm_deposit{connection, std::move(mapping)});
   return {};
 }
 
@@ -256,31 +258,19 @@ status shm_registry::register_vmm(const v2::cuda_shm_register_request& q) {
 }
 
 void shm_registry::close_vmm_connection(std::uint64_t connection) {
-  std::vector<std::shared_ptr<vmm_mapping>> dropped;  // released after the lock
-  std::vector<std::shared_ptr<shm_region>> unregistered;
-  {
-    std::lock_guard lock(mu_);
-    for (auto it = vmm_deposits_.begin(); it != vmm_deposits_.end();) {
-      if (it->second.connection != connection) {
-        ++it;
-        continue;
-      }
-      dropped.push_back(std::move(it->second.mapping));
-      it = vmm_deposits_.erase(it);
+  std::vector<std::unique_ptr<vmm_mapping>> dropped;  // released after the lock
+  std::vector<std::shared_ptr<shm_region>> removed;
+  std::lock_guard lock(mu_);
+  for (auto it = vmm_deposits_.begin(); it != vmm_deposits_.end();) {
+    if (it->second.connection != connection) {
+      ++it;
+      continue;
     }
-    for (auto it = regions_.begin(); it != regions_.end();) {
-      auto& e = it->second;
-      if (!e.region->vmm || e.region->vmm_connection != connection) {
-        ++it;
-      } else if (e.users > 0) {
-        e.awaiting_unregister = true;  // removed by the last request using it
-        ++it;
-      } else {
-        unregistered.push_back(std::move(e.region));
-        it = regions_.erase(it);
-      }
-    }
+    dropped.push_back(std::move(it->second.mapping));
+    it = vmm_deposits_.erase(it);
   }
+  remove_where([connection](const std::string&, const shm_region& g) { return g.vmm && g.vmm_connection == connection; },
+               removed);
 }
 
 // The status of the regions of `kind`: every one, or the one named `name` (which must be of
@@ -326,21 +316,27 @@ status shm_registry::cuda_status(std::string_view name, std::vector<v2::cuda_shm
 
 status shm_registry::unregister(region_kind kind, std::string_view name) {
   if (auto st = check_allowed()) return st;
+  std::vector<std::shared_ptr<shm_region>> removed;  // unmapped after the lock
   std::lock_guard lock(mu_);
+  remove_where([&](const std::string& n, const shm_region& g) { return (name.empty() || n == name) && g.kind == kind; },
+               removed);
+  return {};
+}
+
+template <class Pred>
+void shm_registry::remove_where(Pred matches, std::vector<std::shared_ptr<shm_region>>& removed) {
   for (auto it = regions_.begin(); it != regions_.end();) {
     auto& e = it->second;
-    if ((!name.empty() && it->first != name) || e.region->kind != kind) {
+    if (!matches(it->first, *e.region)) {
       ++it;
-      continue;
-    }
-    if (e.users > 0) {
+    } else if (e.users > 0) {
       e.awaiting_unregister = true;  // removed by the last request using it
       ++it;
     } else {
+      removed.push_back(std::move(e.region));
       it = regions_.erase(it);
     }
   }
-  return {};
 }
 
 status shm_registry::resolve(const v2::shm_ref& ref, placement& out, std::vector<shm_lease>& leases) {

@@ -7,7 +7,6 @@
 #include "fault_guard.hpp"
 
 #include <inferwire/core/error.hpp>
-#include <inferwire/shm/vmm_channel.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <atomic>
@@ -101,10 +100,13 @@ class shm_registry {
   };
   struct vmm_deposit {
     std::uint64_t connection = 0;
-    std::size_t chunks = 0;
-    std::shared_ptr<vmm_mapping> mapping;
+    std::unique_ptr<vmm_mapping> mapping;
   };
   void release(const std::string& name, const std::shared_ptr<shm_region>& region);
+  /// Unregisters the regions `matches(name, region)` picks (under mu_): those in use are
+  /// flagged and go with their last user, the others are moved to `removed`.
+  template <class Pred>
+  void remove_where(Pred matches, std::vector<std::shared_ptr<shm_region>>& removed);
   status register_vmm(const v2::cuda_shm_register_request& request);
   status status_of(std::string_view name, region_kind kind,
                    const std::function<std::size_t(const shm_region&)>& add) const;

@@ -150,7 +150,11 @@ class cuda_vmm_memory {
   ~cuda_vmm_memory() {
     if (!va_) return;
     const auto& d = cuda::detail::vmm();
+    int previous = 0;  // the work on this memory ends first, on its own device
+    (void)cudaGetDevice(&previous);
+    (void)cudaSetDevice(device_);
     (void)cudaDeviceSynchronize();
+    (void)cudaSetDevice(previous);
     for (std::size_t i = 0; i < handles_.size(); ++i) {
       d.unmap(va_ + i * chunk_, chunk_);
       d.release(handles_[i]);
