@@ -21,7 +21,10 @@
 #include <cstdlib>
 #include <atomic>
 #include <iostream>
+#include <functional>
 #include <thread>
+
+#include <pthread.h>
 
 using namespace inferwire::server;
 
@@ -202,6 +205,25 @@ int main(int argc, char** argv) {
   };
   std::vector<std::thread> pool;
   for (std::size_t i = 1; i < s.ios.size(); ++i) pool.emplace_back([&serve, &s, i] { serve(*s.ios[i]); });
+  // The balance of the I/O threads: their CPU clocks, sampled every period on the first one.
+  io_balance& balance = *s.io_threads;
+  clockid_t clock;
+  if (pthread_getcpuclockid(pthread_self(), &clock) == 0) balance.set_thread_clock(0, clock);
+  for (std::size_t i = 1; i < s.ios.size(); ++i)
+    if (pthread_getcpuclockid(pool[i - 1].native_handle(), &clock) == 0) balance.set_thread_clock(i, clock);
+  boost::asio::steady_timer balance_timer(*s.ios.front());
+  std::function<void()> sample_balance = [&] {
+    balance_timer.expires_after(io_balance::period);
+    balance_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || s.exiting) return;
+      balance.sample();
+      sample_balance();
+    });
+  };
+  if (balance.adaptive()) {
+    balance.sample();
+    sample_balance();
+  }
   serve(*s.ios.front());
   for (auto& t : pool) t.join();
 #if INFERWIRE_SERVER_GRPC

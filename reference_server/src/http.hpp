@@ -194,8 +194,10 @@ class endpoints {
 /// instead of any_io_executor: no type-erased executor copies or calls on the per-request path.
 using socket_type = net::basic_stream_socket<net::ip::tcp, net::io_context::executor_type>;
 
-/// Serves one accepted connection (http_connection.cpp): the v2 endpoints, or the metrics port's
-/// GET /metrics. The connection keeps itself alive while it has work.
-void serve_connection(socket_type&& socket, server_state& s, bool metrics);
+/// Serves one accepted connection (http_connection.cpp) on I/O thread `thread` (whose
+/// io_context made the socket): the v2 endpoints, or the metrics port's GET /metrics. The
+/// connection keeps itself alive while it has work; between two requests it may move to another
+/// I/O thread (io_balance.hpp).
+void serve_connection(socket_type&& socket, server_state& s, bool metrics, std::size_t thread);
 
 }  // namespace inferwire::server::rest

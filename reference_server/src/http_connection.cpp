@@ -27,6 +27,7 @@
 
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -79,8 +80,9 @@ std::string iso_lower(std::string_view s) {
 
 class session : public std::enable_shared_from_this<session>, public rest::responder {
  public:
-  session(socket_type socket, server_state& s, bool metrics)
-      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), endpoints_(s), metrics_(metrics) {
+  /// A connection on I/O thread `thread`, already counted there (io_balance::opened or rehome).
+  session(socket_type socket, server_state& s, bool metrics, std::size_t thread)
+      : socket_(std::move(socket)), watchdog_(socket_.get_executor()), s_(s), endpoints_(s), metrics_(metrics), thread_(thread) {
     chunk_cb_ = [this](std::uint64_t size, std::string_view, beast::error_code& ec) {
       if (size > 0 && ++chunks_ > max_chunks) {
         chunk_overflow_ = true;
@@ -93,6 +95,10 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
         s_.heap.note(chunked_bytes_);  // a large body, whatever the size of its chunks
       }
     };
+  }
+
+  ~session() override {
+    if (!metrics_ && !moved_) s_.io_threads->closed(thread_);
   }
 
   void start() {
@@ -566,6 +572,12 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     in_flight_.reset();
     if (!keep) return unread_body_ ? linger() : close();
     if (buffer_.size() != 0) return read_header();
+    // Between two requests, with nothing buffered, the connection may move to another I/O
+    // thread (its socket's queued bytes go with it).
+    if (!metrics_) {
+      const std::size_t to = s_.io_threads->rehome(thread_);
+      if (to != thread_) return move_to(to);
+    }
     // The client has only just got its reply: a read now would nearly always find nothing (a
     // wasted system call). The read starts behind the handlers that are ready, which gives the
     // next request time to arrive.
@@ -590,6 +602,32 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     });
   }
 
+  // The socket goes to a new connection object on thread `to` (already counted there); this one
+  // ends once the watchdog's cancelled wait has run.
+  void move_to(std::size_t to) {
+    moved_ = true;
+    watchdog_.cancel();
+    beast::error_code ec;
+    const auto protocol = socket_.local_endpoint(ec).protocol();
+    const int fd = ec ? -1 : socket_.release(ec);
+    server_state& s = s_;
+    if (ec || fd < 0) {
+      s.io_threads->closed(to);
+      return close();
+    }
+    net::post(*s.ios[to], [&s, to, protocol, fd] {
+      socket_type moved(*s.ios[to]);
+      beast::error_code e;
+      moved.assign(protocol, fd, e);
+      if (e) {
+        ::close(fd);
+        s.io_threads->closed(to);
+        return;
+      }
+      std::make_shared<session>(std::move(moved), s, false, to)->start();
+    });
+  }
+
   void close() {
     in_flight_.reset();
     beast::error_code ec;
@@ -611,6 +649,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   server_state& s_;
   rest::endpoints endpoints_;
   bool metrics_;
+  std::size_t thread_;  ///< the I/O thread it runs on
+  bool moved_ = false;  ///< its socket went to another thread's connection
   std::optional<bhttp::request_parser<growing_body>> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
   std::size_t chunks_ = 0;
@@ -638,8 +678,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 };
 
 
-void rest::serve_connection(socket_type&& socket, server_state& s, bool metrics) {
-  std::make_shared<session>(std::move(socket), s, metrics)->start();
+void rest::serve_connection(socket_type&& socket, server_state& s, bool metrics, std::size_t thread) {
+  if (!metrics) s.io_threads->opened(thread);
+  std::make_shared<session>(std::move(socket), s, metrics, thread)->start();
 }
 
 }  // namespace inferwire::server

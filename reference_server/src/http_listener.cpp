@@ -76,13 +76,17 @@ class listener : public std::enable_shared_from_this<listener> {
   }
 
   void accept() {
-    acceptor_.async_accept(s_.next_io(),
-                           [self = shared_from_this()](beast::error_code ec, socket_type sock) {
+    // The metrics port's connections stay on the first thread; the others go where the
+    // balance says (the thread is chosen before the connection arrives: its socket is made
+    // on that thread's io_context).
+    const std::size_t thread = metrics_ ? 0 : s_.io_threads->choose();
+    acceptor_.async_accept(*s_.ios[thread],
+                           [self = shared_from_this(), thread](beast::error_code ec, socket_type sock) {
                              if (ec == net::error::operation_aborted || !self->acceptor_.is_open())
                                return;
                              if (!ec) {
                                sock.set_option(tcp::no_delay(true), ec);
-                               rest::serve_connection(std::move(sock), self->s_, self->metrics_);
+                               rest::serve_connection(std::move(sock), self->s_, self->metrics_, thread);
                              } else if (ec.category() == boost::system::system_category() &&
                                         is_resource_exhaustion(ec.value())) {
                                // Out of descriptors or memory: the pending connection stays in

@@ -187,6 +187,9 @@ int parse_options(int argc, char** argv, options& o) {
        "with 413 (0: max(2 GiB, twice the largest body))")
       ("http-thread-count", number(&o.http_thread_count, "http-thread-count", 0u, 1024u),
        "HTTP I/O threads (0: one per core, at least 2)")
+      ("http-io-balance", po::value(&o.http_io_balance)->default_value(o.http_io_balance),
+       "adaptive: connections on as few I/O threads as their load needs and the free cores allow; "
+       "spread: on every I/O thread, round robin")
       ("grpc-thread-count", number(&o.grpc_thread_count, "grpc-thread-count", 0u, 1024u),
        "gRPC threads, each polling its own completion queue (0: one per 8 cores, at least 1)")
       ("execution-thread-count",
@@ -320,6 +323,8 @@ int parse_options(int argc, char** argv, options& o) {
     return bad("Wildcard model name '*' must be the ONLY startup model if specified at all.");
   if (o.model_control_mode == "poll" && o.repository_poll_secs == 0)
     return bad("--repository-poll-secs must be greater than 0 in poll mode");
+  if (o.http_io_balance != "adaptive" && o.http_io_balance != "spread")
+    return bad("invalid argument for --http-io-balance, got: " + o.http_io_balance);
   if (o.log_format != "default" && o.log_format != "ISO8601")
     return bad("invalid argument for --log-format, got: " + o.log_format);
   if (vm.count("disable-auto-complete-config") && vm["disable-auto-complete-config"].as<bool>())

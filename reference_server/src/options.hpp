@@ -33,6 +33,7 @@ struct options {
   /// body, max(1 GiB, 4 x http_max_input_size))).
   std::uint64_t http_max_inflight_bytes = 0;
   unsigned http_thread_count = 0;       ///< 0: one per core, at least 2
+  std::string http_io_balance = "adaptive";  ///< or "spread" (io_balance.hpp)
   unsigned grpc_thread_count = 0;       ///< 0: one per 8 cores, at least 1
   unsigned execution_thread_count = 0;  ///< 0: max(4, 2 per core)
   bool strict_readiness = true;

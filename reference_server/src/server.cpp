@@ -4,6 +4,7 @@
 #include "gpu.hpp"
 #include "triton_backend.hpp"
 #include "host.hpp"
+#include "proc_stat.hpp"
 
 #include <inferwire/version.hpp>
 #include <inferwire/v2/json.hpp>
@@ -55,6 +56,7 @@ server_state::server_state(options o)
                                                                          2 * max_body_size())) {
   for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
     ios.push_back(std::make_unique<boost::asio::io_context>(1));
+  io_threads = std::make_unique<io_balance>(ios.size(), opts.http_io_balance == "adaptive");
   log.info = opts.log_info;
   log.warning = opts.log_warning;
   log.error = opts.log_error;
@@ -151,20 +153,12 @@ bool server_state::ready() const {
 // memory in use (/proc/meminfo: MemTotal - MemAvailable).
 server_state::cpu_sample server_state::cpu_metrics() const {
   cpu_sample out;
-  std::ifstream stat("/proc/stat");
-  std::string label;
-  std::uint64_t v[10] = {};
-  stat >> label;
-  for (auto& x : v) stat >> x;
-  if (label == "cpu") {
-    const std::uint64_t idle = v[3] + v[4];
-    std::uint64_t total = 0;
-    for (int i = 0; i < 8; ++i) total += v[i];  // guest time is already in user and nice
+  if (cpu_ticks t; read_cpu_ticks(t)) {
     std::lock_guard lock(cpu_mu_);
-    const std::uint64_t dt = total - cpu_total_, didle = idle - cpu_idle_;
+    const std::uint64_t dt = t.total - cpu_total_, didle = t.idle - cpu_idle_;
     out.utilization = dt > 0 ? static_cast<double>(dt - std::min(didle, dt)) / static_cast<double>(dt) : 0.0;
-    cpu_total_ = total;
-    cpu_idle_ = idle;
+    cpu_total_ = t.total;
+    cpu_idle_ = t.idle;
   }
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
@@ -310,6 +304,13 @@ std::string server_state::metrics_text() const {
   out.append("# HELP inferwire_gpu_host_copies Copies between host and GPU memory made to stage tensors\n"
              "# TYPE inferwire_gpu_host_copies counter\n"
              "inferwire_gpu_host_copies " + std::to_string(gpu_host_copies()) + "\n");
+  // Which HTTP I/O threads carry connections (io_balance.hpp).
+  out.append("# HELP inferwire_http_io_threads_active HTTP I/O threads that new connections go to\n"
+             "# TYPE inferwire_http_io_threads_active gauge\n"
+             "inferwire_http_io_threads_active " + std::to_string(io_threads->active()) + "\n");
+  out.append("# HELP inferwire_http_connection_moves Connections moved to another HTTP I/O thread between two requests\n"
+             "# TYPE inferwire_http_connection_moves counter\n"
+             "inferwire_http_connection_moves " + std::to_string(io_threads->moves()) + "\n");
   // Families backend libraries created (TRITONSERVER_MetricFamilyNew).
   out.append(triton_host::custom_metrics_text());
   return out;

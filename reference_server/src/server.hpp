@@ -8,6 +8,7 @@
 
 #include "byte_budget.hpp"
 #include "heap_trim.hpp"
+#include "io_balance.hpp"
 #include "logger.hpp"
 #include "nvml.hpp"
 #include "options.hpp"
@@ -41,13 +42,12 @@ struct server_state {
   trace_registry traces;
   shm_registry shm;  ///< client shared-memory regions (released at shutdown)
   std::string metadata_json;  ///< server metadata, built once (as upstream caches it)
+  /// Which I/O threads carry connections (--http-io-balance). Declared before `ios`: connections
+  /// still open when the io_contexts are destroyed leave its counts as they go.
+  std::unique_ptr<io_balance> io_threads;
   /// One io_context per I/O thread: a connection lives on one of them, so I/O threads never
   /// contend for a shared scheduler. ios.front() also runs signals and shutdown.
   std::vector<std::unique_ptr<boost::asio::io_context>> ios;
-  /// The io_context for the next accepted connection (round robin).
-  boost::asio::io_context& next_io() noexcept {
-    return *ios[next_io_.fetch_add(1, std::memory_order_relaxed) % ios.size()];
-  }
   void stop_io() {
     for (auto& i : ios) i->stop();
   }
@@ -68,10 +68,6 @@ struct server_state {
 
   bool ready() const;
 
- private:
-  std::atomic<std::size_t> next_io_{0};
-
- public:
   /// The Prometheus text of every metric.
   std::string metrics_text() const;
 

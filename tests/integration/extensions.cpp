@@ -268,6 +268,8 @@ TEST_CASE("command line", "[cli]") {
         std::string::npos);
   CHECK(run_server_once({"--model-repository", "/tmp", "--http-thread-count", "-2"}, out) == 2);
   CHECK(out.find("--http-thread-count") != std::string::npos);
+  CHECK(run_server_once({"--model-repository", "/tmp", "--http-io-balance", "even"}, out) == 2);
+  CHECK(out.find("invalid argument for --http-io-balance, got: even") != std::string::npos);
   CHECK(run_server_once({"--model-repository", "/tmp", "--exit-timeout-secs", "5s"}, out) == 2);
   CHECK(run_server_once({}, out) == 2);
 
