@@ -25,10 +25,15 @@ unsigned active_io_threads(unsigned current, const io_load& load) {
     want = std::max(current + 1, static_cast<unsigned>(std::ceil(total / 0.7)));
   else if (current > 1 && total <= 0.6 * (current - 1))
     want = current - 1;
-  // Whole free cores, a core counting from three quarters free.
-  const double cap = std::floor(load.available + 0.25);
-  const unsigned most = cap < 1 ? 1u : static_cast<unsigned>(std::min<double>(cap, n));
-  return std::clamp(want, 1u, most);
+  // Whole free cores: a core counts from three quarters free for another thread, and from half
+  // free for one already active (so that a figure near the line does not move connections
+  // back and forth every period).
+  auto cores = [n](double free) {
+    const double c = std::floor(free);
+    return c < 1 ? 1u : static_cast<unsigned>(std::min<double>(c, n));
+  };
+  if (want > current) want = std::max(current, std::min(want, cores(load.available + 0.25)));
+  return std::clamp(want, 1u, cores(load.available + 0.5));
 }
 
 io_balance::io_balance(std::size_t threads, bool adaptive)

@@ -38,7 +38,8 @@ struct io_load {
 /// them having carried them (the rule itself, free of clocks, for tests):
 /// - grow by at least one when every active thread was busy 85 % of the period or more;
 /// - shrink by one when the load would fit in one fewer thread at 60 % each;
-/// - never more than the whole free cores, rounded up from three quarters, nor below one.
+/// - never more than the whole free cores (a core counts from three quarters free for another
+///   thread, from half free for one already active), nor below one.
 unsigned active_io_threads(unsigned current, const io_load& load);
 
 class io_balance {

@@ -33,6 +33,11 @@ TEST_CASE("io_balance: no more active threads than free cores", "[io_balance]") 
   // A core counts as free from three quarters.
   CHECK(srv::active_io_threads(1, load({0.95, 0}, 1.8)) == 2);
   CHECK(srv::active_io_threads(1, load({0.95, 0}, 1.7)) == 1);
+  // A thread already active stays while half a core is free for it; another needs three quarters.
+  CHECK(srv::active_io_threads(2, load({0.5, 0.5}, 1.6)) == 2);
+  CHECK(srv::active_io_threads(2, load({0.5, 0.5}, 1.4)) == 1);
+  CHECK(srv::active_io_threads(2, load({0.9, 0.9, 0}, 2.6)) == 2);
+  CHECK(srv::active_io_threads(2, load({0.9, 0.9, 0}, 2.8)) == 3);
   // Nothing free at all: still one.
   CHECK(srv::active_io_threads(3, load({1, 1, 1, 0}, 0)) == 1);
 }
