@@ -191,8 +191,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
 
   // --- inference -------------------------------------------------------------------------------
 
-  void ModelInfer(unary_context* ctx, const pb::ModelInferRequest* q,
-                                         pb::ModelInferResponse* r) {
+  void ModelInfer(unary_context* ctx, pb::ModelInferRequest* q, pb::ModelInferResponse* r) {
     if (auto st = restricted(&ctx->context(), api_category::inference)) return ctx->finish(to_grpc(st));
     // Once shutdown began, new inferences are refused, on open connections too; those in flight
     // finish within --exit-timeout-secs (Triton's gRPC frontend, its text).
@@ -207,11 +206,13 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
         return decoded::refuse({errc::unsupported, "ModelInfer RPC doesn't support models with decoupled transaction policy"});
       return decode_message(*q, size, c);
     };
-    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes.
+    // `q` and `r` live until the reply is sent; the decoded request may view q's bytes. An output
+    // that is a whole input (identity, pass-through models) takes q's string instead of a copy;
+    // nothing reads the request after its reply is encoded.
     const infer_start started = svc_.start_infer(call, q->model_name(), q->model_version(), decode, cancellable(&ctx->context()),
-                                                 [this, ctx, call, r](status st) {
+                                                 [this, ctx, call, q, r](status st) {
       if (!st) st = guarded([&] {
-        conv::encode_infer_response(call->response, *r);
+        conv::encode_infer_response(call->response, *r, q);
         return status{};
       });
       if (call->trace) call->trace->stamp_now("GRPC_SEND_START");

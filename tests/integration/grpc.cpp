@@ -196,6 +196,56 @@ TEST_CASE("grpc: ModelInfer with raw and typed contents", "[grpc]") {
   CHECK(rsub.outputs()[0].name == "OUTPUT1");
 }
 
+TEST_CASE("grpc: an output that is a whole input takes the input's bytes instead of a copy", "[grpc]") {
+  // The converter: whole inputs of 4 KiB and more are taken (the request's entry left empty);
+  // a second output of the same input, a part of an input and small inputs are copied.
+  inference::ModelInferRequest q;
+  const std::string big(8192, 'b'), small(100, 's');
+  q.add_raw_input_contents(big);
+  q.add_raw_input_contents(small);
+  const std::string_view in0 = q.raw_input_contents(0), in1 = q.raw_input_contents(1);
+  v2::infer_response resp;
+  for (std::string_view bytes : {in0, in0, in0.substr(0, 4096), in1}) {
+    v2::infer_output o;
+    o.name = "OUT" + std::to_string(resp.outputs.size());
+    o.datatype = inferwire::data_type::uint8;
+    o.shape = {static_cast<std::int64_t>(bytes.size())};
+    o.data = v2::tensor_data::view(bytes);
+    resp.outputs.push_back(std::move(o));
+  }
+  inference::ModelInferResponse out;
+  ig::encode_infer_response(resp, out, &q);
+  REQUIRE(out.raw_output_contents_size() == 4);
+  CHECK(out.raw_output_contents(0) == big);
+  CHECK(out.raw_output_contents(1) == big);
+  CHECK(out.raw_output_contents(2) == big.substr(0, 4096));
+  CHECK(out.raw_output_contents(3) == small);
+  CHECK(q.raw_input_contents(0).empty());  // taken
+  CHECK(q.raw_input_contents(1) == small);  // copied
+  // Without the request, everything is copied.
+  inference::ModelInferRequest q2;
+  q2.add_raw_input_contents(big);
+  resp.outputs.resize(1);
+  resp.outputs[0].data = v2::tensor_data::view(std::string_view(q2.raw_input_contents(0)));
+  inference::ModelInferResponse out2;
+  ig::encode_infer_response(resp, out2);
+  CHECK(out2.raw_output_contents(0) == big);
+  CHECK(q2.raw_input_contents(0) == big);
+
+  // Through the server: identity's outputs are its inputs, small and large.
+  auto& c = shared_client();
+  for (std::size_t n : {std::size_t{4}, std::size_t{1023}, std::size_t{1024}, std::size_t{1} << 16}) {
+    INFO(n);
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f;
+    v2::infer_request req;
+    req.inputs.push_back(v2::make_input("INPUT0", std::span<const float>(x), {static_cast<std::int64_t>(n)}));
+    auto r = c.infer("identity_fp32", req);
+    const auto got = r.as<float>("OUTPUT0");
+    CHECK(std::vector<float>(got.begin(), got.end()) == x);
+  }
+}
+
 TEST_CASE("grpc: a timeout parameter held as uint64 goes out as int64_param", "[grpc]") {
   // The decoders keep `timeout` as uint64; Triton accepts it as int64_param only.
   auto q = simple_request(iota16(), iota16());

@@ -304,8 +304,22 @@ inline status decode_infer_request(const pb::ModelInferRequest& in, std::string_
 }
 
 /// Encodes a response: one InferOutputTensor and one raw_output_contents entry per output, in
-/// order, the entry empty for outputs placed in shared memory. Output data is copied.
-inline void encode_infer_response(const v2::infer_response& r, pb::ModelInferResponse& out) {
+/// order, the entry empty for outputs placed in shared memory. Output data is copied, except
+/// that with `inputs` (the request the response answers), an output whose bytes are exactly one
+/// of its raw_input_contents entries (a model that passes an input through) takes that entry's
+/// string, swapped instead of copied: the entry is left empty and views of it dangle.
+inline void encode_infer_response(const v2::infer_response& r, pb::ModelInferResponse& out,
+                                  pb::ModelInferRequest* inputs = nullptr) {
+  // Strings short enough to be stored inline would swap by copying: only larger ones are taken.
+  constexpr std::size_t least_taken = 4096;
+  auto take = [&](std::string_view bytes) -> std::string* {
+    if (!inputs || bytes.size() < least_taken) return nullptr;
+    for (int i = 0; i < inputs->raw_input_contents_size(); ++i) {
+      const std::string& raw = inputs->raw_input_contents(i);
+      if (raw.data() == bytes.data() && raw.size() == bytes.size()) return inputs->mutable_raw_input_contents(i);
+    }
+    return nullptr;
+  };
   out.set_model_name(r.model_name);
   out.set_model_version(r.model_version);
   out.set_id(r.id);
@@ -318,6 +332,8 @@ inline void encode_infer_response(const v2::infer_response& r, pb::ModelInferRes
     to_proto(o.parameters, *t->mutable_parameters());
     if (o.encoding == v2::tensor_encoding::shared_memory) {
       out.add_raw_output_contents();
+    } else if (std::string* whole_input = take(o.data.str())) {
+      out.add_raw_output_contents()->swap(*whole_input);
     } else {
       out.add_raw_output_contents()->assign(o.data.str());
     }
