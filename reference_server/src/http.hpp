@@ -174,9 +174,13 @@ class endpoints {
   reply repository_index(const request_t& req);
   std::optional<reply> repository_control(const inferwire::http::route& r, request_t&& req,
                                           const std::shared_ptr<responder>& out);
+  /// An inference: here, or on the execution pool when its large body is costly to decode.
   std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
                              std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
                              const receive_times& received);
+  std::optional<reply> infer_here(const inferwire::http::route& r, request_t&& req,
+                                  std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
+                                  const receive_times& received);
   struct generate_job;
   std::optional<reply> generate(const inferwire::http::route& r, request_t&& req, bool streaming,
                                 const std::shared_ptr<responder>& out);

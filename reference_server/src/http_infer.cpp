@@ -15,8 +15,10 @@
 #include <inferwire/v2/json.hpp>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -124,12 +126,51 @@ struct thread_memo {
 thread_local thread_memo memo_of_thread;
 }  // namespace
 
+namespace {
+// A body whose decoding is work of its own is decoded on the execution pool: its I/O thread, and
+// every connection that thread carries, would otherwise wait for it. That is a compressed body of
+// more than 4 KiB (deflate inflates up to about a thousandfold: 58 KiB of gzip can be 40 MB of
+// JSON) and a body whose JSON part is more than 64 KiB (JSON tensors). A binary body needs no
+// such work: its tensors are views of it.
+constexpr std::size_t costly_compressed_bytes = 4 * 1024;
+constexpr std::size_t costly_json_bytes = 64 * 1024;
+
+bool costly_to_decode(const request_t& req, const body_buffer* big) {
+  const std::size_t size = big ? big->view().size() : req.body().size();
+  if (size <= costly_compressed_bytes) return false;
+  const infer_fields f(req);
+  if (!f.content_encoding.empty() && !boost::beast::iequals(f.content_encoding, "identity")) return true;
+  if (size <= costly_json_bytes) return false;
+  if (!f.header_length) return true;  // the whole body is JSON
+  std::size_t json = 0;
+  const auto [end, ec] = std::from_chars(f.header_length->data(), f.header_length->data() + f.header_length->size(), json);
+  return ec != std::errc() || end != f.header_length->data() + f.header_length->size() || json > costly_json_bytes;
+}
+}  // namespace
+
 endpoints::infer_job::~infer_job() {
   if (recalled && !memo_gone) memo_of_thread.requests.recycle(std::move(request));
 }
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
+  if (!costly_to_decode(req, big.get())) return infer_here(r, std::move(req), std::move(big), out, received);
+  // The reply comes through `out`, which keeps the connection (and these endpoints) alive.
+  boost::asio::post(s_.execution, [this, req = std::move(req), big = std::move(big), out, received]() mutable {
+    std::optional<reply> rep;
+    try {
+      const route again = inferwire::http::match_route(req.target());
+      rep = infer_here(again, std::move(req), std::move(big), out, received);
+    } catch (...) {
+      rep = error_reply(exception_status());
+    }
+    if (rep) out->respond(std::move(*rep));
+  });
+  return std::nullopt;
+}
+
+std::optional<reply> endpoints::infer_here(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
+                                           const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = std::make_shared<infer_job>();
   // A request whose client hangs up while it waits in the queue is not executed (the flag is
   // the connection's, which `out`, held by the completion, keeps alive).

@@ -304,6 +304,27 @@ TEST_CASE("a slow model does not stall other connections", "[transport]") {
   CHECK(r->body.find(R"("data":[7])") != std::string::npos);
 }
 
+TEST_CASE("a body that takes long to decode does not stall other connections", "[transport]") {
+  // 100 KiB of gzip that inflates to 40 MB of JSON numbers: decoding takes a good fraction of a
+  // second, on the execution pool; health checks on other connections are answered meanwhile.
+  const int port = shared_server().http_port();
+  const std::size_t n = 8000000;
+  std::string json = R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[)" + std::to_string(n) + R"(],"data":[)";
+  json.reserve(json.size() + 5 * n + 8);
+  for (std::size_t i = 0; i < n; ++i) json += i ? ",1.25" : "1.25";
+  json += "]}]}";
+  std::string z;
+  REQUIRE(http::compress(json, http::content_coding::gzip, z));
+  json = std::string();
+  connection big(port);
+  big.send(request_text("POST", "/v2/models/identity_fp32/infer", z, {{"Content-Encoding", "gzip"}}));
+  for (int i = 0; i < 3; ++i) CHECK(get("/v2/health/live").status == 200);
+  CHECK_FALSE(big.readable_now());  // still decoding (or running) while the others were answered
+  auto r = big.read();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+}
+
 TEST_CASE("SIGTERM: in-flight requests finish, then exit 0", "[transport]") {
   server_process s({"--log-verbose", "1"});
   connection slow(s.http_port());
@@ -349,6 +370,56 @@ TEST_CASE("large bodies are read directly, and pipelining after them still works
     partial.send("POST /v2/models/identity_fp32/infer HTTP/1.1\r\nContent-Length: 1000000\r\n"
                  "Inference-Header-Content-Length: 0\r\n\r\n" + std::string(1000, '\0'));
   }
+  CHECK(get("/v2/health/ready").status == 200);
+}
+
+TEST_CASE("large bodies that are costly to decode (JSON tensors, compressed) are answered like any other", "[transport]") {
+  // Decoded on the execution pool (docs/server.md): the replies are the same, errors included,
+  // and pipelined requests behind them are answered in order.
+  const int port = shared_server().http_port();
+  std::vector<float> v(60000);
+  std::string data;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>(i % 1000) * 0.25f;
+    data += (i ? "," : "") + std::to_string(v[i]);
+  }
+  const std::string json = R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[60000],"data":[)" + data +
+                           R"(]}],"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]})";
+  REQUIRE(json.size() > 256 * 1024);
+  connection c(port);
+  c.send(request_text("POST", "/v2/models/identity_fp32/infer", json) + request_text("GET", "/v2/health/live", ""));
+  auto r = c.read();
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(decode(*r).outputs[0].data.str() == le_bytes(v));
+  auto h = c.read();
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  // The same body gzipped, and a binary body deflated to more than 256 KiB.
+  std::string z;
+  REQUIRE(http::compress(json, http::content_coding::gzip, z));
+  auto rz = post("/v2/models/identity_fp32/infer", z, {{"Content-Encoding", "gzip"}});
+  REQUIRE(rz.status == 200);
+  CHECK(decode(rz).outputs[0].data.str() == le_bytes(v));
+  std::vector<float> noise(200000);
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<float>((i * 2654435761u) % 100003);
+  const std::string header = R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[200000],)"
+                             R"("parameters":{"binary_data_size":800000}}],"outputs":[{"name":"OUTPUT0",)"
+                             R"("parameters":{"binary_data":true}}]})";
+  std::string zb;
+  REQUIRE(http::compress(header + le_bytes(noise), http::content_coding::deflate, zb));
+  REQUIRE(zb.size() > 256 * 1024);
+  auto rb = post("/v2/models/identity_fp32/infer", zb,
+                 {{"Content-Encoding", "deflate"}, {"Inference-Header-Content-Length", std::to_string(header.size())}});
+  REQUIRE(rb.status == 200);
+  CHECK(decode(rb).outputs[0].data.str() == le_bytes(noise));
+  // A costly body with an error gets the error a small body gets.
+  const std::string bad = R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[60001],"data":[)" + data + "]}]}";
+  auto rbad = post("/v2/models/identity_fp32/infer", bad);
+  auto rsmall = post("/v2/models/identity_fp32/infer", R"({"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[3],"data":[1,2]}]})");
+  CHECK(rbad.status == rsmall.status);
+  CHECK(rbad.body == rsmall.body);
+  CHECK(rbad.body.find("shape does not match true shape") != std::string::npos);
   CHECK(get("/v2/health/ready").status == 200);
 }
 
