@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each one.
 #   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--compiler CLANGXX] [target...]
-# Default: 600 seconds per target (the long run); the test command runs it with --seconds 15.
+# Default: 600 seconds per target (the long run); the test command runs it with --seconds 10.
 # Seeds come from tests/fuzz/corpus/<target>; what a run finds new stays in the build dir.
 # Exits non-zero when a target crashes, leaks, times out or trips a sanitizer.
 set -euo pipefail
