@@ -18,7 +18,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include <charconv>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -139,12 +138,13 @@ bool costly_to_decode(const request_t& req, const body_buffer* big) {
   const std::size_t size = big ? big->view().size() : req.body().size();
   if (size <= costly_compressed_bytes) return false;
   const infer_fields f(req);
-  if (!f.content_encoding.empty() && !boost::beast::iequals(f.content_encoding, "identity")) return true;
+  const auto coding = inferwire::http::parse_content_encoding(f.content_encoding);
+  if (coding && *coding != inferwire::http::content_coding::identity) return true;
   if (size <= costly_json_bytes) return false;
-  if (!f.header_length) return true;  // the whole body is JSON
-  std::size_t json = 0;
-  const auto [end, ec] = std::from_chars(f.header_length->data(), f.header_length->data() + f.header_length->size(), json);
-  return ec != std::errc() || end != f.header_length->data() + f.header_length->size() || json > costly_json_bytes;
+  // The JSON part's length as decoding reads it (a malformed field fails at once, here).
+  status st;
+  const std::size_t json = v2::parse_header_length(f.header_length, size, st);
+  return !st && json > costly_json_bytes;
 }
 }  // namespace
 

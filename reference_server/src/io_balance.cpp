@@ -41,7 +41,8 @@ io_balance::io_balance(std::size_t threads, bool adaptive)
       conns_(std::max<std::size_t>(threads, 1)),
       active_(adaptive_ ? 1u : static_cast<unsigned>(conns_.size())),
       clocks_(conns_.size(), clockid_t(-1)),
-      last_thread_ns_(conns_.size(), 0) {}
+      last_thread_ns_(conns_.size(), 0),
+      cores_(static_cast<double>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)))) {}
 
 void io_balance::set_thread_clock(std::size_t i, clockid_t clock) {
   if (i < clocks_.size()) clocks_[i] = clock;
@@ -88,18 +89,16 @@ void io_balance::sample() {
     last_thread_ns_[i] = ns;
   }
   last_wall_ = now;
-  // The machine's cores and what was busy on them (USER_HZ ticks); unknown (no /proc): all
-  // cores count as free.
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  const double cores = online > 0 ? static_cast<double>(online) : 1.0;
-  load.available = cores;
+  // What was busy on the machine's cores (USER_HZ ticks); unknown (no /proc): all cores count
+  // as free.
+  load.available = cores_;
   cpu_ticks t;
   if (read_cpu_ticks(t)) {
     if (machine_known_ && t.total > last_total_ticks_) {
       const double dt = static_cast<double>(t.total - last_total_ticks_);
       const double didle = static_cast<double>(std::min(t.idle - last_idle_ticks_, t.total - last_total_ticks_));
-      const double machine_busy = (dt - didle) / dt * cores;
-      load.available = cores - std::max(0.0, machine_busy - io_busy);
+      const double machine_busy = (dt - didle) / dt * cores_;
+      load.available = cores_ - std::max(0.0, machine_busy - io_busy);
     }
     last_total_ticks_ = t.total;
     last_idle_ticks_ = t.idle;

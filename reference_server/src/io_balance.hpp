@@ -89,6 +89,7 @@ class io_balance {
   std::chrono::steady_clock::time_point last_wall_{};
   std::uint64_t last_total_ticks_ = 0, last_idle_ticks_ = 0;
   bool machine_known_ = false;
+  double cores_;  ///< the machine's online cores
 };
 
 }  // namespace inferwire::server
