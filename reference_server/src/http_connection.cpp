@@ -26,6 +26,7 @@
 #include <span>
 
 #include <sys/mman.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +58,13 @@ constexpr std::size_t max_chunks = 65536;
 // server is not working on its request is closed: idle keep-alive connections and stalled
 // clients alike. The watchdog looks every few seconds, at least twice per timeout.
 constexpr auto longest_watchdog_period = std::chrono::seconds(5);
+
+clock::time_point coarse_now() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return clock::time_point(std::chrono::duration_cast<clock::duration>(std::chrono::seconds(ts.tv_sec) +
+                                                                      std::chrono::nanoseconds(ts.tv_nsec)));
+}
 // Bodies at least this large are read straight into their final buffer.
 constexpr std::uint64_t direct_body_threshold = 256 * 1024;
 // Each read asks for at least this much room (and at most 64 KiB): a small request (the
@@ -112,7 +120,11 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
  private:
-  void touch() { last_progress_ = clock::now(); }
+  // A read is stamped precisely (its time is when the request it completes was received); the
+  // watchdog needs only seconds, so a write is stamped with the coarse monotonic clock, the
+  // clock steady_clock reads but without the time counter (a fraction of a precise read).
+  void touch_read() { last_progress_ = read_at_ = clock::now(); }
+  void touch() { last_progress_ = coarse_now(); }
 
   // One timer per connection, armed every few seconds, instead of one per I/O operation.
   void watch() {
@@ -175,7 +187,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     const std::size_t room =
         std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), least_read, 64 * 1024);
     socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      self->touch();
+      self->touch_read();
       self->buffer_.commit(n);
       if (!ec) return self->parse();
       if (ec == net::error::eof) {
@@ -264,7 +276,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
   void on_header(beast::error_code ec) {
-    received_.header = clock::now();
+    received_.header = read_at_;  // the read that completed the header
     if ((ec == bhttp::error::bad_content_length || ec == bhttp::error::bad_transfer_encoding) &&
         !framing_rewritten_ && drop_content_length()) {
       framing_rewritten_ = true;
@@ -328,13 +340,13 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     }
     if (b.complete()) {
       keep_alive_ = direct_.keep_alive();
-      received_.body = clock::now();
+      received_.body = read_at_;
       in_flight_.emplace(s_.in_flight);
       return dispatch(std::move(direct_), std::move(direct_body_));
     }
     if (b.full() && !b.grow()) return refuse_budget();
     socket_.async_read_some(b.free_space(), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      self->touch();
+      self->touch_read();
       if (ec) return self->close();
       self->direct_body_->commit(n);
       self->read_more_directly();
@@ -434,7 +446,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     if (ec) return on_read_error(ec);
     // A request framed by both Transfer-Encoding and Content-Length closes its connection.
     keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
-    received_.body = clock::now();
+    received_.body = read_at_;  // the read that completed the body
     in_flight_.emplace(s_.in_flight);
     auto req = parser_->release();
     // Beast adds a chunked body's trailer fields to the header's: a request is judged by its
@@ -639,6 +651,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   socket_type socket_;
   timer_type watchdog_;
   clock::time_point last_progress_;
+  clock::time_point read_at_;  ///< when the last read brought bytes
   bool executing_ = false;
   bool watching_peer_ = false;
   std::atomic<bool> gone_{false};

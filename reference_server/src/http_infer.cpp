@@ -172,6 +172,7 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
 std::optional<reply> endpoints::infer_here(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                            const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = std::make_shared<infer_job>();
+  job->times.received = received.body;  // the read that completed the request
   // A request whose client hangs up while it waits in the queue is not executed (the flag is
   // the connection's, which `out`, held by the completion, keeps alive).
   infer_hooks hooks;

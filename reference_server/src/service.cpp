@@ -243,8 +243,8 @@ infer_start service::start_infer(const std::shared_ptr<infer_call>& call, std::s
                                  std::string_view version, infer_decoder decode, infer_hooks hooks,
                                  std::function<void(status)> done) {
   infer_call& c = *call;
-  // Step 1: the model version.
-  c.times.received = clock::now();
+  // Step 1: the model version. A frontend that read the request may have stamped it already.
+  if (c.times.received == clock::time_point{}) c.times.received = clock::now();
   c.in_flight.emplace(s_.in_flight);
   status st;
   c.model = s_.repository.find(name, version, st);

@@ -56,7 +56,7 @@ class fast_request_handler {
 
   fast_request_handler(std::string_view body, std::size_t header_length, const codec_limits& limits,
                        infer_request& out)
-      : body_(body), next_binary_(header_length), limits_(limits), req_(out) {}
+      : body_(body), header_length_(header_length), next_binary_(header_length), limits_(limits), req_(out) {}
 
   /// After a successful parse: whether the request is complete and consistent.
   bool finished() const noexcept { return have_inputs_ && next_binary_ == body_.size(); }
@@ -129,6 +129,16 @@ class fast_request_handler {
     if (frame_ == frame::input && s == slot::data) {
       data_.clear();
       data_count_ = 0;
+      // A shape given before the data tells its size: one allocation instead of doublings. No
+      // more than the header's text can hold (an element takes at least a digit and a comma),
+      // so a shape cannot make the server reserve what the client did not send.
+      if (seen_ & bit(slot::shape)) {
+        const infer_input& in = req_.inputs.back();
+        const shape_result bytes = byte_size(in.shape, in.datatype);
+        const std::uint64_t most = (header_length_ / 2 + 1) * element_size(in.datatype);
+        if (bytes && static_cast<std::uint64_t>(bytes.value) <= most)
+          data_.reserve(static_cast<std::size_t>(bytes.value));
+      }
       data_depth_ = 1;
       return enter(frame::data);
     }
@@ -146,8 +156,9 @@ class fast_request_handler {
   }
 
   bool on_key_part(sv, std::size_t, ec_t&) { return skip_ > 0; }
-  bool on_key(sv key, std::size_t, ec_t&) {
+  bool on_key(sv text, std::size_t, ec_t&) {
     if (skip_ > 0) return true;
+    const std::string_view key(text.data(), text.size());  // compared with literals of known length
     slot s = slot::ignored;
     switch (frame_) {
       case frame::root:
@@ -158,7 +169,7 @@ class fast_request_handler {
         break;
       case frame::request_parameters: {
         // Reserved names and a name given twice are the full decoder's business.
-        const std::string_view name(key.data(), key.size());
+        const std::string_view name = key;
         if (name.starts_with("triton_") || req_.parameters.contains(name) ||
             req_.parameters.size() >= limits_.max_parameters)
           return false;
@@ -438,6 +449,7 @@ class fast_request_handler {
   }
 
   std::string_view body_;
+  std::size_t header_length_;
   std::size_t next_binary_;
   const codec_limits& limits_;
   infer_request& req_;

@@ -123,6 +123,10 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
       // wrong kind, data with a binary size, an unknown type
       {R"({"inputs":[{"name":"A","shape":[3],"datatype":"INT32","data":[1,2]}]})", 0},
       {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT32","data":[1,2]}]})", 0},
+      // a shape far larger than its data (what is reserved for the data is bounded by the
+      // header's text, not by the shape), and one whose size overflows
+      {R"({"inputs":[{"name":"A","shape":[1000000000],"datatype":"FP64","data":[1,2]}]})", 0},
+      {R"({"inputs":[{"name":"A","shape":[4611686018427387904,4],"datatype":"INT64","data":[1]}]})", 0},
       {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT8","data":[128]}]})", 0},
       {R"({"inputs":[{"name":"A","shape":[1],"datatype":"INT16","data":[-32769]}]})", 0},
       {R"({"inputs":[{"name":"A","shape":[1],"datatype":"UINT8","data":[-1]}]})", 0},

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 using namespace inferwire;
 using namespace inferwire::v2;
@@ -245,6 +247,34 @@ TEST_CASE("json: doubles print as RapidJSON prints them", "[v2][json]") {
     std::string s = print(d);
     CHECK(parse_json(s).to_number<double>() == d);
   }
+}
+
+TEST_CASE("json: long integer arrays at their widest, appended to what is there", "[v2][json]") {
+  // Integers are written a block at a time: thousands of the widest values cross many blocks,
+  // and the result must equal an element-by-element rendering, after the text already there.
+  auto check = [](auto lowest, auto highest, data_type type) {
+    using T = decltype(lowest);
+    std::vector<T> values;
+    for (std::size_t i = 0; i < 3000; ++i) values.push_back(i % 3 == 0 ? lowest : i % 3 == 1 ? highest : T(i % 7));
+    std::string expected = "{\"data\":[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i) expected += ',';
+      expected += std::to_string(values[i]);
+    }
+    expected += ']';
+    std::string out = "{\"data\":";
+    REQUIRE(append_json_tensor_data(out, type, std::as_bytes(std::span(values)),
+                                    static_cast<std::int64_t>(values.size()), "O").is_ok());
+    CHECK(out == expected);
+    std::string empty;
+    REQUIRE(append_json_tensor_data(empty, type, {}, 0, "O").is_ok());
+    CHECK(empty == "[]");
+  };
+  check(std::numeric_limits<std::int8_t>::lowest(), std::numeric_limits<std::int8_t>::max(), data_type::int8);
+  check(std::numeric_limits<std::int32_t>::lowest(), std::numeric_limits<std::int32_t>::max(), data_type::int32);
+  check(std::numeric_limits<std::int64_t>::lowest(), std::numeric_limits<std::int64_t>::max(), data_type::int64);
+  check(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(), data_type::uint64);
+  check(std::uint16_t{0}, std::numeric_limits<std::uint16_t>::max(), data_type::uint16);
 }
 
 TEST_CASE("json: output data of every fixed type", "[v2][json]") {

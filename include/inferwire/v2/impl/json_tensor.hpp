@@ -239,14 +239,34 @@ void append_json_number(std::string& out, T v) {
   } else {
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
   }
 }
 
 template <class T>
 void append_fixed_array(std::string& out, std::span<const std::byte> bytes, std::size_t n) {
-  out += '[';
   const std::byte* p = bytes.data();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // Integers are written into a block on the stack and appended a block at a time.
+    constexpr std::size_t widest = std::numeric_limits<T>::digits10 + 3;  // sign, digits, comma
+    char block[1024];
+    char* at = block;
+    *at++ = '[';
+    for (std::size_t i = 0; i < n; ++i) {
+      if (at + widest + 1 > block + sizeof block) {  // an element, its comma and the ']'
+        out.append(block, static_cast<std::size_t>(at - block));
+        at = block;
+      }
+      if (i) *at++ = ',';
+      T v;
+      std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+      at = std::to_chars(at, block + sizeof block, v).ptr;
+    }
+    *at++ = ']';
+    out.append(block, static_cast<std::size_t>(at - block));
+    return;
+  }
+  out += '[';
   for (std::size_t i = 0; i < n; ++i) {
     if (i) out += ',';
     T v;
