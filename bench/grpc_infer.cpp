@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -298,7 +299,8 @@ int main(int argc, char** argv) {
   std::iota(a.begin(), a.end(), 0);
   const v2::infer_request req = simple_request(a, b);
 
-  ig::client ours("127.0.0.1:" + std::to_string(grpc_port));
+  auto ours_client = std::make_unique<ig::client>("127.0.0.1:" + std::to_string(grpc_port));
+  ig::client& ours = *ours_client;
   // A real response, canned for the baseline (same size on the wire).
   inference::ModelInferResponse canned;
   {
@@ -329,8 +331,13 @@ int main(int argc, char** argv) {
     bench::stop(cq_pid);
     return 1;
   }
-  ig::client echo("127.0.0.1:" + std::to_string(echo_port));
-  ig::client cq("127.0.0.1:" + std::to_string(cq_port));
+  // All three clients are closed before the sizes below: while a channel that has run a stream
+  // (gRPC's callback API) is open, gRPC 1.51's process-wide callback queue keeps two threads
+  // polling (a quarter of a core here), and the one-call-at-a-time measurements ran beside them.
+  auto echo_client = std::make_unique<ig::client>("127.0.0.1:" + std::to_string(echo_port));
+  auto cq_client = std::make_unique<ig::client>("127.0.0.1:" + std::to_string(cq_port));
+  ig::client& echo = *echo_client;
+  ig::client& cq = *cq_client;
 
   std::printf("bench_grpc_infer: simple (INT32 [1,16] x2 -> x2), request %zu bytes, response %zu bytes\n",
               [&] {
@@ -396,6 +403,9 @@ int main(int argc, char** argv) {
         },
         "streams, " + std::to_string(streams) + " x " + std::to_string(each));
   }
+  echo_client.reset();
+  cq_client.reset();
+  ours_client.reset();
   bench::stop(echo_pid);
   bench::stop(cq_pid);
 
@@ -411,22 +421,24 @@ int main(int argc, char** argv) {
     v2::infer_request big_req;
     big_req.inputs.push_back(
         v2::make_input("INPUT0", std::span<const float>(big), {static_cast<std::int64_t>(big.size())}));
+    // Each side on a connection of its own made for this size.
+    ig::client big_ours("127.0.0.1:" + std::to_string(grpc_port));
     inference::ModelInferResponse big_canned;
-    ig::encode_infer_response(ours.infer("identity_fp32", big_req).response(), big_canned);
+    ig::encode_infer_response(big_ours.infer("identity_fp32", big_req).response(), big_canned);
     int big_echo_port = 0;
     const pid_t big_echo_pid = start_echo(big_canned, "canned_big", big_echo_port, "--cq-echo");
     big_canned.Clear();
     if (big_echo_pid < 0) break;
     ig::client big_echo("127.0.0.1:" + std::to_string(big_echo_port));
     for (int i = 0; i < 3; ++i) {
-      ours.infer("identity_fp32", big_req);
+      big_ours.infer("identity_fp32", big_req);
       big_echo.infer("identity_fp32", big_req);
     }
     const double seconds = bytes >= (std::size_t{16} << 20) ? 2.0 : 0.8;
     std::vector<double> call_us[2], cpu_ns[2];  // per call, per byte; [0] echo, [1] ours
     for (int round = 0; round < 3; ++round) {
       int k = 0;
-      for (auto [c, pid] : {std::pair{&big_echo, big_echo_pid}, std::pair{&ours, server_pid}}) {
+      for (auto [c, pid] : {std::pair{&big_echo, big_echo_pid}, std::pair{&big_ours, server_pid}}) {
         const double c0 = bench::cpu_seconds(pid, false);
         const result r = run_unary(*c, "identity_fp32", big_req, 1, seconds);
         const double n = static_cast<double>(std::max<std::size_t>(r.count, 1));
