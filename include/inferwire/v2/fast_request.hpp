@@ -33,6 +33,7 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -137,7 +138,7 @@ class fast_request_handler {
         const shape_result bytes = byte_size(in.shape, in.datatype);
         const std::uint64_t most = (header_length_ / 2 + 1) * element_size(in.datatype);
         if (bytes && static_cast<std::uint64_t>(bytes.value) <= most)
-          data_.reserve(static_cast<std::size_t>(bytes.value));
+          data_.resize(static_cast<std::size_t>(bytes.value));
       }
       data_depth_ = 1;
       return enter(frame::data);
@@ -335,11 +336,13 @@ class fast_request_handler {
   static bool json_number_type(data_type t) noexcept {
     return is_fixed_size(t) && t != data_type::bool_ && t != data_type::fp16 && t != data_type::bf16;
   }
+  // The elements are written in place: the tensor's bytes are sized from its shape where it
+  // came first (on_array_begin), doubled when more come, and cut to what came at the end.
   template <class T>
   bool append_element(T x) {
-    char raw[sizeof(T)];
-    std::memcpy(raw, &x, sizeof(T));
-    data_.append(raw, sizeof(T));
+    const std::size_t at = static_cast<std::size_t>(data_count_) * sizeof(T);
+    if (data_.size() - at < sizeof(T)) data_.resize(std::max(2 * data_.size(), at + sizeof(T)));
+    std::memcpy(data_.data() + at, &x, sizeof(T));
     ++data_count_;
     return true;
   }
@@ -401,6 +404,7 @@ class fast_request_handler {
         static_cast<std::uint64_t>(bytes.value) > limits_.max_input_size)
       return false;
     in.encoding = tensor_encoding::json;
+    data_.resize(static_cast<std::size_t>(bytes.value));  // == data_count_ elements, checked above
     in.data = tensor_data::own(std::exchange(data_, std::string()));
     return true;
   }
