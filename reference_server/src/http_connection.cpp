@@ -26,8 +26,8 @@
 #include <span>
 
 #include <sys/mman.h>
-#include <time.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +59,8 @@ constexpr std::size_t max_chunks = 65536;
 // clients alike. The watchdog looks every few seconds, at least twice per timeout.
 constexpr auto longest_watchdog_period = std::chrono::seconds(5);
 
+// CLOCK_MONOTONIC_COARSE: the clock steady_clock reads (CLOCK_MONOTONIC), as of the last tick
+// (a few milliseconds at most behind), read without the time counter.
 clock::time_point coarse_now() noexcept {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
