@@ -474,17 +474,17 @@ std::size_t open_fds_of(pid_t pid) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
   return n;
 }
-}  // namespace
 
 // The server starts its CUDA VMM socket after its HTTP listener, which is what server_process
 // waits for: a line about the socket may come a moment later.
-static bool logged(const server_process& s, const std::string& line) {
+bool logged(const server_process& s, const std::string& line) {
   for (int i = 0; i < 500; ++i) {
     if (s.log().find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(10ms);
   }
   return false;
 }
+}  // namespace
 
 TEST_CASE("shm: the CUDA VMM socket of the real server (no GPU needed)", "[shm][vmm]") {
   const std::string path = "/tmp/iwit_vmm_" + std::to_string(::getpid()) + ".sock";
