@@ -5,6 +5,7 @@
 
 #include <inferwire/gms/backend.hpp>
 #include <inferwire/gms/cuda_vmm.hpp>
+#include <inferwire/gms/cuda_vmm_region.hpp>
 #include <inferwire/gms/memfd_backend.hpp>
 #include <inferwire/gms/memory_manager.hpp>
 #include <inferwire/gms/mmap_mapper.hpp>
@@ -247,6 +248,52 @@ TEST_CASE("gms memory_manager: create_mappings puts a batch side by side in one 
   auto again = reader.create_mappings({ids[2], ids[3]});
   CHECK(again[1] == again[0] + MiB2);
   CHECK(at(again[1])[MiB2 - 1] == 'r');
+}
+
+TEST_CASE("gms memory_manager: a mapped range exported for a CUDA VMM region", "[gms][vmm]") {
+  // The layout and descriptors gms::register_cuda_vmm() deposits with inferwire-server: one
+  // chunk per allocation the range covers, each descriptor from the GMS server.
+  test_server s;
+  manager m(s.path());
+  m.connect(requested_lock_type::rw);
+  std::vector<std::string> ids;
+  for (std::int64_t size : {MiB2, 2 * MiB2, MiB2}) ids.push_back(m.allocate_handle(size, "weights").allocation_id);
+  const auto vas = m.create_mappings(ids);
+  REQUIRE(vas.size() == 3);
+  REQUIRE(vas[2] == vas[0] + 3 * MiB2);
+  for (std::size_t i = 0; i < 3; ++i) std::memset(at(vas[i]), 'a' + static_cast<int>(i), 16);
+
+  // From 4 KiB into the first allocation to one byte into the third.
+  const std::uintptr_t start = vas[0] + 4096;
+  const std::size_t size = vas[2] + 1 - start;
+  const auto e = gms::export_for_cuda_vmm(m, start, size);
+  CHECK(e.layout.device == 0);
+  CHECK(e.layout.offset == 4096);
+  CHECK(e.layout.byte_size == size);
+  CHECK(e.layout.chunk_sizes == std::vector<std::uint64_t>{MiB2, 2 * MiB2, MiB2});
+  REQUIRE(e.fds.size() == 3);
+  // Each descriptor is the memory behind its mapping: what one writes, the other shows.
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto bytes = static_cast<std::size_t>(e.layout.chunk_sizes[i]);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, e.fds[i].get(), 0);
+    REQUIRE(p != MAP_FAILED);
+    auto* c = static_cast<char*>(p);
+    CHECK(c[15] == 'a' + static_cast<int>(i));
+    c[bytes - 1] = 'z';
+    CHECK(at(vas[i])[bytes - 1] == 'z');
+    ::munmap(p, bytes);
+  }
+  // One allocation on its own, from its first byte.
+  CHECK(gms::export_for_cuda_vmm(m, vas[1], 2 * MiB2).layout.chunk_sizes == std::vector<std::uint64_t>{2 * MiB2});
+
+  CHECK_THROWS_AS(gms::export_for_cuda_vmm(m, start, 0), std::invalid_argument);
+  CHECK_THROWS_WITH(gms::export_for_cuda_vmm(m, vas[2], 2 * MiB2),
+                    Contains("byte 2097152 of the range is not memory this GMS client mapped"));
+  CHECK_THROWS_WITH(gms::export_for_cuda_vmm(m, vas[0] - 1, 2), Contains("byte 0 of the range"));
+  CHECK_THROWS_AS(gms::export_for_cuda_vmm(m, UINTPTR_MAX - 8, 16), std::invalid_argument);
+  // A hole in the middle: the second allocation unmapped.
+  m.unmap_va(vas[1]);
+  CHECK_THROWS_WITH(gms::export_for_cuda_vmm(m, vas[0], 4 * MiB2), Contains("byte 2097152 of the range"));
 }
 
 TEST_CASE("gms memory_manager: a failed import maps none of the batch and keeps the session", "[gms]") {

@@ -5,7 +5,9 @@
 
 #include <boost/beast/http/parser.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -229,6 +231,25 @@ test_certificate::test_certificate() {
 test_certificate::~test_certificate() { std::filesystem::remove_all(dir); }
 
 std::string file_text(const std::string& path) { return read_file(path); }
+
+std::vector<std::string> open_fds_of(pid_t pid) {
+  std::vector<std::string> targets;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code link_ec;
+    auto target = std::filesystem::read_symlink(it->path(), link_ec);
+    targets.push_back(link_ec ? std::string("?") : target.string());
+  }
+  std::sort(targets.begin(), targets.end());
+  return targets;
+}
+
+std::vector<std::string> added_fds(const std::vector<std::string>& before, const std::vector<std::string>& after) {
+  std::vector<std::string> added;
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(added));
+  return added;
+}
 
 bool is_simple_metadata(const inferwire::v2::model_metadata& m) {
   const inferwire::shape_t shape{-1, 16};

@@ -136,6 +136,13 @@ std::uint64_t failure_metric(const server_process& s, const std::string& model, 
 /// The contents of a file.
 std::string file_text(const std::string& path);
 
+/// What each open descriptor of process `pid` refers to (the /proc/PID/fd links, sorted), to
+/// count them and to name the ones a step left open.
+std::vector<std::string> open_fds_of(pid_t pid);
+
+/// The entries of `after` that `before` lacks (both sorted, as open_fds_of returns them).
+std::vector<std::string> added_fds(const std::vector<std::string>& before, const std::vector<std::string>& after);
+
 /// Little-endian bytes of a vector of T.
 template <class T>
 std::string le_bytes(const std::vector<T>& v) {

@@ -2,8 +2,8 @@
 // inferwire/shm/cuda_vmm_region.hpp  (component `cuda`)
 //
 // Registers device memory allocated through CUDA's virtual memory management (cuMemCreate +
-// cuMemMap: PyTorch with expandable_segments:True, a GMS mapping, any VMM allocator) as a CUDA
-// shared-memory region, which cudaIpcGetMemHandle cannot do:
+// cuMemMap: PyTorch with expandable_segments:True, any VMM allocator) as a CUDA shared-memory
+// region, which cudaIpcGetMemHandle cannot do:
 //
 //   auto reg = inferwire::shm::register_cuda_vmm(client, "input_data", ptr, bytes);
 //   request.inputs.push_back(v2::make_shm_input("INPUT0", ..., {"input_data", 0, 64}));
@@ -12,7 +12,8 @@
 // a POSIX file descriptor (the allocation must have been created with
 // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR among its requested handle types) and handed to the
 // server over its CUDA VMM socket (<inferwire/shm/vmm_channel.hpp>). The region stays
-// registered while the returned object lives.
+// registered while the returned object lives. Memory this process imported (a GMS mapping)
+// cannot be exported again; <inferwire/gms/cuda_vmm_region.hpp> registers a GMS mapping.
 #ifndef INFERWIRE_SHM_CUDA_VMM_REGION_HPP
 #define INFERWIRE_SHM_CUDA_VMM_REGION_HPP
 
@@ -87,7 +88,8 @@ inline cuda_vmm_export export_cuda_vmm(const void* ptr, std::size_t size) {
                             " cannot be exported as a file descriptor (cuMemExportToShareableHandle: " +
                             driver_error_name(r) +
                             "); create it with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR among its "
-                            "requested handle types");
+                            "requested handle types. Memory imported from another process cannot be "
+                            "exported again: register a GMS mapping with gms::register_cuda_vmm()");
     out.fds.emplace_back(fd);
     if (out.layout.chunk_sizes.empty()) out.layout.offset = at - base;
     out.layout.chunk_sizes.push_back(length);
