@@ -123,6 +123,24 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // CUDA regions from VMM chunks: their descriptors come over a Unix socket of their own. It is
+  // open before the HTTP and gRPC endpoints, so a client that waits for "Started HTTPService"
+  // finds it there.
+  std::unique_ptr<vmm_importer> vmm_import;
+  std::unique_ptr<vmm_channel> vmm_socket;
+  if (s.opts.allow_client_shm && !s.opts.cuda_vmm_socket.empty()) {
+    vmm_import = make_cuda_vmm_importer();
+    vmm_channel_options vmm_options;
+    vmm_options.path = s.opts.cuda_vmm_socket;
+    vmm_socket = std::make_unique<vmm_channel>(s.shm, *vmm_import, std::move(vmm_options));
+    if (auto st = vmm_socket->start()) {
+      s.log.log_warning("CUDA VMM regions cannot be registered: " + st.message());
+      vmm_socket.reset();
+    } else {
+      s.log.log_info("Started CUDA VMM socket at " + s.opts.cuda_vmm_socket);
+    }
+  }
+
   std::vector<std::shared_ptr<listener>> listeners;
   auto listen = [&](const std::string& what, int port, bool metrics) {
     inferwire::status st;
@@ -157,22 +175,6 @@ int main(int argc, char** argv) {
     s.log.log_warning("the gRPC frontend is not available in this build; --grpc-port " +
                       std::to_string(s.opts.grpc_port) + " is not served");
 #endif
-
-  // CUDA regions from VMM chunks: their descriptors come over a Unix socket of their own.
-  std::unique_ptr<vmm_importer> vmm_import;
-  std::unique_ptr<vmm_channel> vmm_socket;
-  if (s.opts.allow_client_shm && !s.opts.cuda_vmm_socket.empty()) {
-    vmm_import = make_cuda_vmm_importer();
-    vmm_channel_options vmm_options;
-    vmm_options.path = s.opts.cuda_vmm_socket;
-    vmm_socket = std::make_unique<vmm_channel>(s.shm, *vmm_import, std::move(vmm_options));
-    if (auto st = vmm_socket->start()) {
-      s.log.log_warning("CUDA VMM regions cannot be registered: " + st.message());
-      vmm_socket.reset();
-    } else {
-      s.log.log_info("Started CUDA VMM socket at " + s.opts.cuda_vmm_socket);
-    }
-  }
 
   if (s.repository.mode() == control_mode::poll) s.repository.start_polling(s.opts.repository_poll_secs);
 

@@ -468,18 +468,6 @@ TEST_CASE("shm: the SDK's system_region", "[shm]") {
   CHECK_THROWS_AS(shm::system_region::open(key("sdk")), std::system_error);
 }
 
-namespace {
-// The server starts its CUDA VMM socket after its HTTP listener, which is what server_process
-// waits for: a line about the socket may come a moment later.
-bool logged(const server_process& s, const std::string& line) {
-  for (int i = 0; i < 500; ++i) {
-    if (s.log().find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-}  // namespace
-
 TEST_CASE("shm: the CUDA VMM socket of the real server (no GPU needed)", "[shm][vmm]") {
   const std::string path = "/tmp/iwit_vmm_" + std::to_string(::getpid()) + ".sock";
   // Without --allow-client-shm there is no socket.
@@ -488,7 +476,8 @@ TEST_CASE("shm: the CUDA VMM socket of the real server (no GPU needed)", "[shm][
     CHECK_FALSE(std::filesystem::exists(path));
   }
   server_process s({"--allow-client-shm=true", "--cuda-vmm-socket", path});
-  CHECK(logged(s, "Started CUDA VMM socket at " + path));
+  // Open before the HTTP listener that server_process waits for.
+  CHECK(s.log().find("Started CUDA VMM socket at " + path) != std::string::npos);
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
@@ -538,8 +527,8 @@ TEST_CASE("shm: the CUDA VMM socket of the real server (no GPU needed)", "[shm][
   CHECK(c.cuda_shared_memory_status().empty());
   // The same path cannot be taken by a second server while this one listens.
   server_process second({"--allow-client-shm=true", "--cuda-vmm-socket", path});
-  CHECK(logged(second, "CUDA VMM regions cannot be registered: CUDA VMM socket '" + path +
-                          "' is in use by another process"));
+  CHECK(second.log().find("CUDA VMM regions cannot be registered: CUDA VMM socket '" + path +
+                          "' is in use by another process") != std::string::npos);
   s.stop();
   CHECK_FALSE(std::filesystem::exists(path));
 }
