@@ -411,6 +411,17 @@ std::vector<std::int32_t> from_device(const void* src, std::size_t count) {
   return v;
 }
 
+/// A `simple` request whose 16-element inputs and outputs lie at these offsets of `region`.
+v2::infer_request simple_in(const std::string& region, std::uint64_t in0, std::uint64_t in1, std::uint64_t out0,
+                            std::uint64_t out1) {
+  v2::infer_request q;
+  q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {16}, {region, in0, 64}));
+  q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {16}, {region, in1, 64}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT0", {region, out0, 64}));
+  q.outputs.push_back(v2::make_shm_output("OUTPUT1", {region, out1, 64}));
+  return q;
+}
+
 }  // namespace
 
 TEST_CASE("gpu: simple reads and writes a multi-chunk VMM region registered through the socket", "[gpu][vmm]") {
@@ -451,11 +462,7 @@ TEST_CASE("gpu: simple reads and writes a multi-chunk VMM region registered thro
     REQUIRE(status.size() == 1);
     CHECK(status[0].byte_size == size);
     CHECK(status[0].device_id == static_cast<std::uint64_t>(mem.device()));
-    v2::infer_request q;
-    q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {16}, {"vmm", in0, 64}));
-    q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {16}, {"vmm", in1, 64}));
-    q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"vmm", out0, 64}));
-    q.outputs.push_back(v2::make_shm_output("OUTPUT1", {"vmm", out1, 64}));
+    v2::infer_request q = simple_in("vmm", in0, in1, out0, out1);
     const auto copies_before = host_copies(s);
     auto result = c.infer("simple_gpu", q);
     CHECK(host_copies(s) == copies_before);  // zero host copies
@@ -566,13 +573,8 @@ TEST_CASE("gpu: a GMS mapping registered as a CUDA VMM region", "[gpu][vmm][gms]
                     Catch::Contains("gms::register_cuda_vmm"));
   {
     auto reg = gms::register_cuda_vmm(c, "gms", m, va, size, vmm_socket());
-    v2::infer_request q;
-    q.inputs.push_back(v2::make_shm_input("INPUT0", data_type::int32, {16}, {"gms", in0, 64}));
-    q.inputs.push_back(v2::make_shm_input("INPUT1", data_type::int32, {16}, {"gms", in1, 64}));
-    q.outputs.push_back(v2::make_shm_output("OUTPUT0", {"gms", out0, 64}));
-    q.outputs.push_back(v2::make_shm_output("OUTPUT1", {"gms", out1, 64}));
     const auto copies_before = host_copies(s);
-    c.infer("simple_gpu", q);
+    c.infer("simple_gpu", simple_in("gms", in0, in1, out0, out1));
     CHECK(host_copies(s) == copies_before);
     CHECK(from_device(base + out0, 16) == want_sum);
     CHECK(from_device(base + out1, 16) == want_diff);
