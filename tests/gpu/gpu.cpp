@@ -28,7 +28,6 @@
 #include <thread>
 #include <numeric>
 #include <regex>
-#include <csignal>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -411,6 +410,16 @@ std::vector<std::int32_t> from_device(const void* src, std::size_t count) {
   return v;
 }
 
+/// Whether the server has no CUDA region within 2 s: a registration ends with its object, the
+/// channel closing, and the server unregisters it when it sees the close.
+bool no_cuda_regions(ih::client& c) {
+  for (int i = 0; i < 200; ++i) {
+    if (c.cuda_shared_memory_status().empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 /// A `simple` request whose 16-element inputs and outputs lie at these offsets of `region`.
 v2::infer_request simple_in(const std::string& region, std::uint64_t in0, std::uint64_t in1, std::uint64_t out0,
                             std::uint64_t out1) {
@@ -475,21 +484,13 @@ TEST_CASE("gpu: simple reads and writes a multi-chunk VMM region registered thro
     c.infer("simple", q);
     CHECK(from_device(base + start + out0, 16) == want_sum);
   };
-  // The registration ends with its object: the channel closes, the server unregisters.
-  auto unregistered = [&] {
-    for (int i = 0; i < 200; ++i) {
-      if (c.cuda_shared_memory_status().empty()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  };
   // The server's first GPU work opens the driver's own descriptors for good (its context and
   // devices); what a registration holds is counted from after that.
   round_trip();
-  CHECK(unregistered());
+  CHECK(no_cuda_regions(c));
   const auto fds_before = open_fds_of(s.pid());
   round_trip();
-  CHECK(unregistered());
+  CHECK(no_cuda_regions(c));
 
   SECTION("unregister by name releases it while the channel stays open") {
     auto reg = shm::register_cuda_vmm(c, "vmm2", base, mem.size(), vmm_socket());
@@ -534,21 +535,10 @@ TEST_CASE("gpu: a GMS mapping registered as a CUDA VMM region", "[gpu][vmm][gms]
   // Memory that the GMS server allocated and this process mapped through GMS, registered with
   // descriptors the GMS server exports: the model reads and writes it in place.
   const std::string gms_socket = "/tmp/iwgpu_gms_" + std::to_string(::getpid()) + ".sock";
-  std::vector<std::string> args{INFERWIRE_GMS_SERVER_PATH, "--device", "0", "--socket-path", gms_socket};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t gms_pid = 0;
-  REQUIRE(::posix_spawn(&gms_pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
-  struct stop_gms {
-    pid_t pid;
-    ~stop_gms() {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } stop{gms_pid};
+  child_process gms_server(INFERWIRE_GMS_SERVER_PATH, {"--device", "0", "--socket-path", gms_socket});
   for (int i = 0; i < 500 && ::access(gms_socket.c_str(), F_OK) != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CAPTURE(gms_server.log());
   REQUIRE(::access(gms_socket.c_str(), F_OK) == 0);
 
   gms::memory_manager<gms::cuda_vmm_mapper> m(gms_socket, gms::cuda_vmm_mapper(0));
@@ -579,9 +569,7 @@ TEST_CASE("gpu: a GMS mapping registered as a CUDA VMM region", "[gpu][vmm][gms]
     CHECK(from_device(base + out0, 16) == want_sum);
     CHECK(from_device(base + out1, 16) == want_diff);
   }
-  for (int i = 0; i < 200 && !c.cuda_shared_memory_status().empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  CHECK(c.cuda_shared_memory_status().empty());
+  CHECK(no_cuda_regions(c));
   // The server's mapping is gone; the GMS memory is still the writer's, with the outputs in it.
   CHECK(from_device(base + out0, 16) == want_sum);
 }

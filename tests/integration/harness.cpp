@@ -36,21 +36,20 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<char*> argv;
-  std::string bin = INFERWIRE_SERVER_PATH;
-  argv.push_back(bin.data());
   std::vector<std::string> copy = args;
+  copy.insert(copy.begin(), binary);
+  std::vector<char*> argv;
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("cannot start " + bin);
+  if (rc != 0) throw std::runtime_error("cannot start " + binary);
   return pid;
 }
 
@@ -59,9 +58,8 @@ std::string temp_log_path() {
   return "/tmp/inferwire-it-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".log";
 }
 
-}  // namespace
-
-server_process::server_process(std::vector<std::string> extra, bool default_repos) {
+/// The server's arguments: the repositories, the test defaults `extra` does not set, `extra`.
+std::vector<std::string> server_args(const std::vector<std::string>& extra, bool default_repos) {
   std::vector<std::string> args;
   if (default_repos) {
     args = {"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
@@ -81,38 +79,22 @@ server_process::server_process(std::vector<std::string> extra, bool default_repo
     args.emplace_back(value);
   }
   args.insert(args.end(), extra.begin(), extra.end());
-  log_path_ = temp_log_path();
-  pid_ = spawn(args, log_path_);
-  const std::regex http_re("Started HTTPService at [0-9.]+:([0-9]+)");
-  const std::regex metrics_re("Started Metrics Service at [0-9.]+:([0-9]+)");
-  const std::regex grpc_re("Started GRPCInferenceService at [0-9.]+:([0-9]+)");
-  bool want_grpc = false;
-  for (std::size_t i = 0; i < extra.size(); ++i)
-    want_grpc |= extra[i] == "--allow-grpc=true" ||
-                 (extra[i] == "--allow-grpc" && i + 1 < extra.size() && extra[i + 1] == "true");
-  for (int i = 0; i < 1000; ++i) {
-    std::string text = read_file(log_path_);
-    std::smatch m;
-    if (std::regex_search(text, m, http_re)) http_port_ = std::stoi(m[1]);
-    if (std::regex_search(text, m, metrics_re)) metrics_port_ = std::stoi(m[1]);
-    if (std::regex_search(text, m, grpc_re)) grpc_port_ = std::stoi(m[1]);
-    if (http_port_ && metrics_port_ && (grpc_port_ || !want_grpc)) return;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("inferwire-server exited during startup:\n" + text);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  throw std::runtime_error("inferwire-server did not start:\n" + read_file(log_path_));
+  return args;
 }
 
-server_process::~server_process() {
+}  // namespace
+
+child_process::child_process(const std::string& binary, const std::vector<std::string>& args)
+    : log_path_(temp_log_path()) {
+  pid_ = spawn(binary, args, log_path_);
+}
+
+child_process::~child_process() {
   if (pid_ > 0) stop();
   std::remove(log_path_.c_str());
 }
 
-int server_process::stop() {
+int child_process::stop() {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
   int status = 0;
@@ -129,7 +111,35 @@ int server_process::stop() {
   return -1;
 }
 
-std::string server_process::log() const { return read_file(log_path_); }
+bool child_process::exited() {
+  int status = 0;
+  if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+  return pid_ <= 0;
+}
+
+std::string child_process::log() const { return read_file(log_path_); }
+
+server_process::server_process(std::vector<std::string> extra, bool default_repos)
+    : process_(INFERWIRE_SERVER_PATH, server_args(extra, default_repos)) {
+  const std::regex http_re("Started HTTPService at [0-9.]+:([0-9]+)");
+  const std::regex metrics_re("Started Metrics Service at [0-9.]+:([0-9]+)");
+  const std::regex grpc_re("Started GRPCInferenceService at [0-9.]+:([0-9]+)");
+  bool want_grpc = false;
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    want_grpc |= extra[i] == "--allow-grpc=true" ||
+                 (extra[i] == "--allow-grpc" && i + 1 < extra.size() && extra[i + 1] == "true");
+  for (int i = 0; i < 1000; ++i) {
+    std::string text = log();
+    std::smatch m;
+    if (std::regex_search(text, m, http_re)) http_port_ = std::stoi(m[1]);
+    if (std::regex_search(text, m, metrics_re)) metrics_port_ = std::stoi(m[1]);
+    if (std::regex_search(text, m, grpc_re)) grpc_port_ = std::stoi(m[1]);
+    if (http_port_ && metrics_port_ && (grpc_port_ || !want_grpc)) return;
+    if (process_.exited()) throw std::runtime_error("inferwire-server exited during startup:\n" + text);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("inferwire-server did not start:\n" + log());
+}
 
 server_process& shared_server() {
   static server_process s;
@@ -138,7 +148,7 @@ server_process& shared_server() {
 
 int run_server_once(const std::vector<std::string>& args, std::string& output) {
   std::string path = temp_log_path();
-  pid_t pid = spawn(args, path);
+  pid_t pid = spawn(INFERWIRE_SERVER_PATH, args, path);
   int status = 0;
   waitpid(pid, &status, 0);
   output = read_file(path);

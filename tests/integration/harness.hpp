@@ -28,12 +28,34 @@ namespace net = boost::asio;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 
+/// A program started with `args`, its stdout and stderr in a log file of its own; stopped
+/// (SIGTERM, then SIGKILL after 30 s) when destroyed.
+class child_process {
+ public:
+  child_process(const std::string& binary, const std::vector<std::string>& args);
+  ~child_process();
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  /// Sends SIGTERM and returns the exit status (or -1 when it did not exit normally).
+  int stop();
+  /// Whether it exited already (reaped here; running() is false afterwards).
+  bool exited();
+  /// Its output so far.
+  std::string log() const;
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
 /// A running inferwire-server; stopped (SIGTERM) when destroyed.
 class server_process {
  public:
   /// Starts the server on the bundled and the test repositories plus `extra` flags.
   explicit server_process(std::vector<std::string> extra = {}, bool default_repos = true);
-  ~server_process();
   server_process(const server_process&) = delete;
   server_process& operator=(const server_process&) = delete;
 
@@ -42,19 +64,18 @@ class server_process {
   /// The gRPC port (0 unless started with --allow-grpc true).
   int grpc_port() const { return grpc_port_; }
   /// Sends SIGTERM and returns the exit status (or -1 when it did not exit normally).
-  int stop();
+  int stop() { return process_.stop(); }
   /// The server's log so far.
-  std::string log() const;
-  bool running() const { return pid_ > 0; }
+  std::string log() const { return process_.log(); }
+  bool running() const { return process_.running(); }
   /// The process id (for /proc measurements).
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
  private:
-  pid_t pid_ = -1;
+  child_process process_;
   int http_port_ = 0;
   int metrics_port_ = 0;
   int grpc_port_ = 0;
-  std::string log_path_;
 };
 
 /// The server shared by the test cases of one process.
