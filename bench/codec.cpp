@@ -5,10 +5,14 @@
 //       per second on one core, and memcpy of the same body size for scale;
 //   (b) a 64 MiB FP32 binary request: decode time (must not depend on the tensor size: it is
 //       compared with a 64 KiB request), and encode to a contiguous body (one copy) against
-//       memcpy of the same bytes into a warm buffer.
+//       memcpy of the same bytes into a warm buffer;
+//   (c) the `simple` request with its tensors in JSON (as bench_http_infer sends it), and an
+//       FP32 one: the server's fast path (its plain JSON reader, and Boost.JSON's parser
+//       driving the same handler) against the full decoder (a document, then a walk).
 //
 //   bench_codec [--seconds S]   (default 1 second per measurement)
 #include <inferwire/v2.hpp>
+#include <inferwire/v2/fast_request.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -153,5 +157,36 @@ int main(int argc, char** argv) {
               "%.2fx  (target: constant time)\n",
               decode_big * 1e6, decode_mid * 1e6, decode_big / decode_mid);
   std::printf("    decode 64 MiB vs memcpy of it: %.6f of the memcpy time\n", decode_big / big_copy);
+  // (c) JSON tensors: the fast path's two readers and the full decoder ----------------------
+  auto json_request = [](const char* datatype, auto value) {
+    std::string h = R"({"inputs":[)";
+    for (const char* name : {"INPUT0", "INPUT1"}) {
+      h += std::string(name[5] == '0' ? "" : ",") + R"({"name":")" + name + R"(","datatype":")" + datatype +
+           R"(","shape":[1,16],"data":[)";
+      for (int i = 0; i < 16; ++i) h += (i ? "," : "") + value(i);
+      h += "]}";
+    }
+    return h + "]}";
+  };
+  std::printf("(c) JSON tensors, decode per request (fast path readers against the full decoder)\n");
+  for (const auto& [what, header] :
+       {std::pair{"simple, INT32", json_request("INT32", [](int i) { return std::to_string(i * 7 + 3); })},
+        std::pair{"FP32", json_request("FP32", [](int i) { return std::to_string(i) + ".25"; })}}) {
+    const v2::codec_limits limits;
+    v2::infer_request out;
+    namespace reader = v2::detail;
+    const double full = time_per_call([&] {
+      status st;
+      auto r = v2::decode_infer_request(header, header.size(), "simple", st, limits);
+      g_sink = g_sink + r.inputs.size() + (st ? 1 : 0);
+    });
+    const double sax = time_per_call([&] { g_sink = g_sink + reader::decode_fast_boost(header, header.size(), limits, out); });
+    const double fast = time_per_call([&] { g_sink = g_sink + v2::try_decode_infer_request_fast(header, header.size(), limits, out); });
+    const bool plain = reader::decode_fast_plain(header, header.size(), limits, out) == reader::json_reading::accepted;
+    std::printf("    %-14s %3zu-byte header: full %.3f us, Boost.JSON SAX %.3f us, fast path %.3f us (%s): "
+                "fast path / SAX %.2fx, / full %.2fx\n",
+                what, header.size(), full * 1e6, sax * 1e6, fast * 1e6, plain ? "plain reader" : "SAX", fast / sax,
+                fast / full);
+  }
   return 0;
 }

@@ -276,11 +276,14 @@ int main(int argc, char** argv) {
   if (argc == 4 && (std::string(argv[1]) == "--echo" || std::string(argv[1]) == "--cq-echo"))
     return echo_main(std::string(argv[1]) == "--cq-echo", argv[2], argv[3]);
   // --only unary|streams|sizes: one part (for profiling); --server PATH: another build of
-  // inferwire-server (a before-and-after comparison).
+  // inferwire-server (a before-and-after comparison); --stream-requests N: requests per stream
+  // level and round (20000; more for a profile of the streams).
   std::string only, server = INFERWIRE_SERVER_PATH;
+  int stream_requests = 20000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--only") only = argv[i + 1];
     else if (std::string(argv[i]) == "--server") server = argv[i + 1];
+    else if (std::string(argv[i]) == "--stream-requests") stream_requests = std::max(16, std::atoi(argv[i + 1]));
   }
   const std::string dir = "/tmp/inferwire-bench-grpc-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
@@ -395,7 +398,7 @@ int main(int argc, char** argv) {
   // Streams move by a third from run to run: the same interleaved rounds.
   for (int streams : {1, 16}) {
     if (!only.empty() && only != "streams") break;
-    const int each = 20000 / streams;
+    const int each = stream_requests / streams;
     rounds_of(
         [&](ig::client& c) {
           const double r = run_streams(c, req, streams, each);

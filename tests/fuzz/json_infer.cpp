@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the JSON infer request decoder (the whole input is the JSON header), and
-// its fast path: what the fast path accepts must decode the same with the full decoder.
+// its fast path: what the fast path accepts must decode the same with the full decoder, and
+// its plain JSON reader must decide as Boost.JSON's parser decides.
 #include <inferwire/v2/binary.hpp>
 #include <inferwire/v2/fast_request.hpp>
 
@@ -17,6 +18,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   inferwire::v2::infer_request fast;
   if (inferwire::v2::try_decode_infer_request_fast(body, size, {}, fast) && (st || !fuzz::same(fast, request)))
     __builtin_trap();
+  // Its two readers: where the plain one decides, Boost.JSON's parser decides the same, and
+  // what either decodes, the full decoder decodes the same.
+  namespace reader = inferwire::v2::detail;
+  inferwire::v2::infer_request plain, sax;
+  const auto read = reader::decode_fast_plain(body, size, {}, plain);
+  const bool by_sax = reader::decode_fast_boost(body, size, {}, sax);
+  if (read != reader::json_reading::unsupported && by_sax != (read == reader::json_reading::accepted))
+    __builtin_trap();
+  if (read == reader::json_reading::accepted && (st || !fuzz::same(plain, request))) __builtin_trap();
+  if (by_sax && (st || !fuzz::same(sax, request))) __builtin_trap();
   if (!st) {
     // What decoded must encode again (the client side of the same codec).
     inferwire::v2::encoded_body out;

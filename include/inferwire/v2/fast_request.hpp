@@ -2,8 +2,9 @@
 // inferwire/v2/fast_request.hpp
 //
 // A fast path for decoding the infer requests most clients send: `decode_infer_request` builds
-// a JSON document and then walks it; this reads the header's tokens once (Boost.JSON's SAX
-// parser) straight into the `infer_request`, for the common shape only:
+// a JSON document and then walks it; this reads the header's tokens once straight into the
+// `infer_request` (a reader of plain JSON of its own, Boost.JSON's SAX parser for the rest; see
+// "Reading the header" below), for the common shape only:
 //
 //   {"id": "...", "parameters": {"binary_data_output": true, ...},
 //    "inputs": [{"name": "...", "datatype": "...", "shape": [...],
@@ -471,21 +472,236 @@ class fast_request_handler {
   std::size_t data_depth_ = 0;    ///< its arrays open
 };
 
+// --- Reading the header ---------------------------------------------------------------------
+//
+// Two readers drive the handler above with the same events. The first, read_plain_json, reads
+// the plain JSON requests carry almost always, faster than Boost.JSON's parser: strings of
+// printable ASCII without escapes, the numbers read_number describes, literals, nesting to
+// plain_json_depth. Anything else (an escape, a byte past ASCII, a longer number, any syntax
+// error) it leaves to the second, Boost.JSON's SAX parser, which reads all of JSON. What the plain reader accepts is valid JSON, and it reports exactly the
+// events Boost.JSON's parser reports for it (a test and the fuzz target compare the two).
+
+enum class json_reading {
+  accepted,     ///< the whole text read, every event taken by the handler
+  refused,      ///< the handler refused an event (the other reader would refuse it too)
+  unsupported,  ///< the text is not plain JSON, or not JSON at all: the other reader decides
+};
+
+/// Deeper than this the plain reader leaves the text to Boost.JSON (whose limit here is 32).
+inline constexpr int plain_json_depth = 24;
+
+// A number at p, reported as Boost.JSON's parser reports it, or p set to null (unsupported):
+// - an integer, -?(0|[1-9][0-9]*), of at most 18 digits: exactly an int64 (on_int64; "-0" too);
+// - a number with a fraction or an exponent, of at most 15 digits whose power of ten ends up
+//   within 1e-22..1e22: on_double with the digits as an integer m, negated for a minus sign,
+//   then divided by 10^-e or multiplied by 10^e, the powers exact, as that parser computes it
+//   (its mantissa holds up to 16 digits without dropping any; beyond 1e22 its powers are not
+//   exact, and they are left to it).
+// A leading zero followed by a digit, or anything else, is unsupported.
+template <class Handler>
+bool read_number(const char*& p, const char* end, Handler& h, boost::json::error_code& ec) {
+  using sv = boost::json::string_view;
+  static constexpr double exact_powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  auto digit = [&] { return p != end && *p >= '0' && *p <= '9'; };
+  const char* const first = p;
+  const bool negative = *p == '-';
+  if (negative) ++p;
+  if (!digit()) return p = nullptr, false;
+  std::uint64_t m = 0;
+  int digits = 0;
+  if (*p == '0') {
+    ++p;
+    if (digit()) return p = nullptr, false;
+  } else {
+    for (; digit(); ++p) {
+      if (++digits > 18) return p = nullptr, false;
+      m = m * 10 + static_cast<std::uint64_t>(*p - '0');
+    }
+  }
+  if (p == end || (*p != '.' && *p != 'e' && *p != 'E')) {
+    const auto magnitude = static_cast<std::int64_t>(m);
+    return h.on_int64(negative ? -magnitude : magnitude, sv(first, static_cast<std::size_t>(p - first)), ec);
+  }
+  int e = 0;
+  if (*p == '.') {
+    ++p;
+    if (!digit()) return p = nullptr, false;
+    for (; digit(); ++p, --e) {
+      if (++digits > 15) return p = nullptr, false;
+      m = m * 10 + static_cast<std::uint64_t>(*p - '0');
+    }
+  }
+  if (digits > 15) return p = nullptr, false;
+  if (p != end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    bool minus = false;
+    if (p != end && (*p == '+' || *p == '-')) minus = *p++ == '-';
+    if (!digit()) return p = nullptr, false;
+    int x = 0;
+    for (int n = 0; digit(); ++p) {
+      if (++n > 3) return p = nullptr, false;
+      x = x * 10 + (*p - '0');
+    }
+    e += minus ? -x : x;
+  }
+  if (e < -22 || e > 22) return p = nullptr, false;
+  double d = static_cast<double>(m);
+  if (negative) d = -d;
+  d = e < 0 ? d / exact_powers[-e] : d * exact_powers[e];
+  return h.on_double(d, sv(first, static_cast<std::size_t>(p - first)), ec);
+}
+
+template <class Handler>
+json_reading read_plain_json(std::string_view text, Handler& h) {
+  using sv = boost::json::string_view;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  boost::json::error_code ec;
+  struct open_container {
+    bool object;
+    std::size_t count;
+  };
+  open_container stack[plain_json_depth];
+  int depth = 0;
+  auto skip_space = [&] {
+    while (p != end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  };
+  // A string at p (its opening quote): printable ASCII up to the closing quote, no escapes.
+  auto read_string = [&](sv& out) {
+    const char* const first = ++p;
+    while (p != end) {
+      const auto c = static_cast<unsigned char>(*p);
+      if (c == '"') {
+        out = sv(first, static_cast<std::size_t>(p - first));
+        ++p;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p;
+    }
+    return false;
+  };
+  auto literal = [&](std::string_view word) {
+    if (static_cast<std::size_t>(end - p) < word.size() || std::string_view(p, word.size()) != word) return false;
+    p += word.size();
+    return true;
+  };
+  if (!h.on_document_begin(ec)) return json_reading::refused;
+  skip_space();
+  for (;;) {
+    // A value at p.
+    if (p == end) return json_reading::unsupported;
+    bool ok = true;
+    switch (*p) {
+      case '{':
+      case '[': {
+        const bool object = *p == '{';
+        if (depth == plain_json_depth) return json_reading::unsupported;
+        if (!(object ? h.on_object_begin(ec) : h.on_array_begin(ec))) return json_reading::refused;
+        ++p;
+        skip_space();
+        if (p != end && *p == (object ? '}' : ']')) {
+          ++p;
+          if (!(object ? h.on_object_end(0, ec) : h.on_array_end(0, ec))) return json_reading::refused;
+          break;
+        }
+        stack[depth++] = {object, 0};
+        if (!object) continue;  // the first element
+        goto key;
+      }
+      case '"': {
+        sv str;
+        if (!read_string(str)) return json_reading::unsupported;
+        ok = h.on_string(str, str.size(), ec);
+        break;
+      }
+      case 't': if (!literal("true")) return json_reading::unsupported; ok = h.on_bool(true, ec); break;
+      case 'f': if (!literal("false")) return json_reading::unsupported; ok = h.on_bool(false, ec); break;
+      case 'n': if (!literal("null")) return json_reading::unsupported; ok = h.on_null(ec); break;
+      default: {
+        ok = read_number(p, end, h, ec);
+        if (!p) return json_reading::unsupported;
+        break;
+      }
+    }
+    if (!ok) return json_reading::refused;
+    // After a value: the next element, the end of its container, or the end of the text.
+    for (;;) {
+      skip_space();
+      if (depth == 0) {
+        if (p != end) return json_reading::unsupported;
+        return h.on_document_end(ec) ? json_reading::accepted : json_reading::refused;
+      }
+      if (p == end) return json_reading::unsupported;
+      open_container& top = stack[depth - 1];
+      if (*p == ',') {
+        ++p;
+        ++top.count;
+        skip_space();
+        if (top.object) goto key;
+        break;  // the next element
+      }
+      if (*p != (top.object ? '}' : ']')) return json_reading::unsupported;
+      ++p;
+      const std::size_t n = top.count + 1;
+      --depth;
+      if (!(top.object ? h.on_object_end(n, ec) : h.on_array_end(n, ec))) return json_reading::refused;
+    }
+    continue;
+  key:
+    // A member's key and its colon; its value is next.
+    {
+      if (p == end || *p != '"') return json_reading::unsupported;
+      sv key;
+      if (!read_string(key)) return json_reading::unsupported;
+      if (!h.on_key(key, key.size(), ec)) return json_reading::refused;
+      skip_space();
+      if (p == end || *p != ':') return json_reading::unsupported;
+      ++p;
+      skip_space();
+    }
+  }
+}
+
+/// The fast path with the plain reader only: `unsupported` where the header is not plain JSON.
+inline json_reading decode_fast_plain(std::string_view body, std::size_t header_length, const codec_limits& limits,
+                                      infer_request& out) {
+  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
+    return json_reading::refused;
+  out = {};
+  fast_request_handler h(body, header_length, limits, out);
+  const json_reading r = read_plain_json(body.substr(0, header_length), h);
+  if (r == json_reading::accepted && !h.finished()) return json_reading::refused;
+  return r;
+}
+
+/// The fast path with Boost.JSON's parser only.
+inline bool decode_fast_boost(std::string_view body, std::size_t header_length, const codec_limits& limits,
+                              infer_request& out) {
+  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
+    return false;
+  out = {};
+  boost::json::parse_options options;
+  options.max_depth = 32;  // deeper documents go to the decoder, whose limit is 100
+  boost::json::basic_parser<fast_request_handler> p(options, body, header_length, limits, out);
+  boost::json::error_code ec;
+  const std::size_t n = p.write_some(false, body.data(), header_length, ec);
+  return !ec && n == header_length && p.done() && p.handler().finished();
+}
+
 }  // namespace detail
 
 /// Decodes `body` as decode_infer_request would when the header has the common shape above;
 /// returns false (and leaves `out` unspecified) when it does not, or when anything is wrong.
 inline bool try_decode_infer_request_fast(std::string_view body, std::size_t header_length,
                                           const codec_limits& limits, infer_request& out) {
-  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
-    return false;
-  out = {};
-  boost::json::parse_options options;
-  options.max_depth = 32;  // deeper documents go to the decoder, whose limit is 100
-  boost::json::basic_parser<detail::fast_request_handler> p(options, body, header_length, limits, out);
-  boost::json::error_code ec;
-  const std::size_t n = p.write_some(false, body.data(), header_length, ec);
-  return !ec && n == header_length && p.done() && p.handler().finished();
+  switch (detail::decode_fast_plain(body, header_length, limits, out)) {
+    case detail::json_reading::accepted: return true;
+    case detail::json_reading::refused: return false;
+    case detail::json_reading::unsupported: break;
+  }
+  return detail::decode_fast_boost(body, header_length, limits, out);
 }
 
 }  // namespace inferwire::v2

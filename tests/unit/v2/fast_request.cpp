@@ -3,29 +3,112 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/json/basic_parser_impl.hpp>
+
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 using namespace inferwire;
 using namespace inferwire::v2;
+namespace reader = inferwire::v2::detail;
 
 namespace {
 
 struct outcome {
   bool fast = false;  ///< the fast path decoded it
   bool same = false;  ///< and the full decoder agrees (succeeds with an equal request)
+  bool plain = false;  ///< the plain reader read it (else Boost.JSON's parser did, or none)
 };
 
+// The fast path, and each of its two readers alone, against the full decoder: whatever one of
+// them decodes, the full decoder decodes the same; where the plain reader decides (accepts or
+// refuses), Boost.JSON's parser decides the same.
 outcome compare(const std::string& header, std::size_t binary_bytes, const codec_limits& limits = {}) {
   std::string body = header;
   for (std::size_t i = 0; i < binary_bytes; ++i) body += static_cast<char>('a' + i % 26);
-  infer_request fast;
+  infer_request fast, plain, sax;
   outcome o;
   o.fast = try_decode_infer_request_fast(body, header.size(), limits, fast);
+  const auto read = reader::decode_fast_plain(body, header.size(), limits, plain);
+  const bool by_sax = reader::decode_fast_boost(body, header.size(), limits, sax);
+  o.plain = read == reader::json_reading::accepted;
   status st;
   infer_request full = decode_infer_request(body, header.size(), "m", st, limits);
   o.same = !st && fast == full;
+  if (read != reader::json_reading::unsupported) {
+    CHECK(by_sax == o.plain);
+    if (o.plain) CHECK(plain == full);
+  }
+  if (by_sax) CHECK((!st && sax == full));
+  CHECK(o.fast == (o.plain || by_sax));
   return o;
+}
+
+// Every event a reader reports, as text, to compare the plain reader with Boost.JSON's parser.
+struct recorder {
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+  using ec_t = boost::json::error_code;
+  using sv = boost::json::string_view;
+  std::string log;
+  /// Refuse the event with this number (counted from 1), 0 for none.
+  int refuse_at = 0;
+  int events = 0;
+  bool note(const std::string& what) {
+    log += what + ";";
+    return ++events != refuse_at;
+  }
+  bool on_document_begin(ec_t&) { return note("doc"); }
+  bool on_document_end(ec_t&) { return note("/doc"); }
+  bool on_object_begin(ec_t&) { return note("{"); }
+  bool on_object_end(std::size_t n, ec_t&) { return note("}" + std::to_string(n)); }
+  bool on_array_begin(ec_t&) { return note("["); }
+  bool on_array_end(std::size_t n, ec_t&) { return note("]" + std::to_string(n)); }
+  bool on_key_part(sv s, std::size_t, ec_t&) { return note("keypart " + std::string(s)); }
+  bool on_key(sv s, std::size_t n, ec_t&) { return note("key " + std::string(s) + " " + std::to_string(n)); }
+  bool on_string_part(sv s, std::size_t, ec_t&) { return note("strpart " + std::string(s)); }
+  bool on_string(sv s, std::size_t n, ec_t&) { return note("str " + std::string(s) + " " + std::to_string(n)); }
+  bool on_number_part(sv s, ec_t&) { return note("numpart " + std::string(s)); }
+  bool on_int64(std::int64_t v, sv s, ec_t&) { return note("i " + std::to_string(v) + " " + std::string(s)); }
+  bool on_uint64(std::uint64_t v, sv s, ec_t&) { return note("u " + std::to_string(v) + " " + std::string(s)); }
+  bool on_double(double v, sv s, ec_t&) {
+    char bits[64];
+    std::snprintf(bits, sizeof bits, "%a", v);  // every bit of it
+    return note("d " + std::string(bits) + " " + std::string(s));
+  }
+  bool on_bool(bool b, ec_t&) { return note(b ? "true" : "false"); }
+  bool on_null(ec_t&) { return note("null"); }
+  bool on_comment_part(sv, ec_t&) { return note("comment"); }
+  bool on_comment(sv, ec_t&) { return note("comment"); }
+};
+
+// The plain reader's verdict and events for `text`, and Boost.JSON's parser's, with the
+// recorder refusing event `refuse_at`.
+struct two_readings {
+  reader::json_reading plain;
+  std::string plain_log;
+  bool sax_ok;
+  std::string sax_log;
+};
+two_readings read_both(std::string_view text, int refuse_at = 0) {
+  two_readings r;
+  recorder a;
+  a.refuse_at = refuse_at;
+  r.plain = reader::read_plain_json(text, a);
+  r.plain_log = a.log;
+  boost::json::parse_options options;
+  options.max_depth = 32;
+  boost::json::basic_parser<recorder> p(options);
+  p.handler().refuse_at = refuse_at;
+  boost::json::error_code ec;
+  const std::size_t n = p.write_some(false, text.data(), text.size(), ec);
+  r.sax_ok = !ec && n == text.size() && p.done();
+  r.sax_log = p.handler().log;
+  return r;
 }
 
 const std::string in0 = R"({"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}})";
@@ -156,4 +239,69 @@ TEST_CASE("fast request path: everything else is left to the full decoder", "[v2
   few.max_parameters = 1;
   CHECK(compare(R"({"parameters":{"a":1},"inputs":[]})", 0, few).fast);
   CHECK_FALSE(compare(R"({"parameters":{"a":1,"b":2},"inputs":[]})", 0, few).fast);
+}
+
+TEST_CASE("fast request path: the plain reader reports what Boost.JSON's parser reports", "[v2][binary]") {
+  // Plain JSON: read by the plain reader, with the same events in the same order.
+  const std::vector<std::string> plain = {
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,16],"data":[0,1,-2,3]}]})",
+      " \t\r\n{ \"a\" : [ 1 , -0 , 0 , 123456789012345678 , -123456789012345678 ] , \"b\" : { } , \"c\" : [ ] } \n",
+      R"({"a":true,"b":false,"c":null,"d":"","e":"x y~!","f":[[[]],[{}],{"g":[{"h":[]}]}]})",
+      R"([1,2,3])", R"("just a string")", "0", "-7", "true", "null",
+      R"({"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":[[[[[[[[[[[1]]]]]]]]]]]}}}}}}}}}}}})",
+      // fractions and exponents, near the end of the text and far from it (the parser reads
+      // numbers two ways), up to 15 digits and powers of ten within 1e-22..1e22
+      R"({"a":1.5})", R"({"a":1e3})", R"({"a":1E3})", R"({"a":-0.0})", "-0e5", "0.25", "[0.1,0.2,0.3,-1.75,3.4028234]",
+      R"([123456789.012345,-0.00000000000001,1.5e-7,2E+22,-9e-22,0.1e1,12345678901234.5e-20,7e0,1.0,100.0e-2])",
+      "[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2.1,2.2,2.3,2.4,2.5,2.6,2.7,"
+      "3.14159265358979,2.71828182845904,1.41421356237309,0.333333333333333,6.02214076e-14]",
+  };
+  for (const auto& text : plain) {
+    INFO(text);
+    const auto r = read_both(text);
+    CHECK(r.plain == reader::json_reading::accepted);
+    CHECK(r.sax_ok);
+    CHECK(r.plain_log == r.sax_log);
+    // A refusal anywhere stops both readers at the same event (but the document's end, whose
+    // answer Boost.JSON's parser does not look at; the request handler never refuses it).
+    const int events = static_cast<int>(std::count(r.plain_log.begin(), r.plain_log.end(), ';'));
+    for (int k = 1; k < events; ++k) {
+      const auto refused = read_both(text, k);
+      CHECK(refused.plain == reader::json_reading::refused);
+      CHECK_FALSE(refused.sax_ok);
+      CHECK(refused.plain_log == refused.sax_log);
+    }
+  }
+  // Valid JSON that is not plain, and text that is not JSON: left to Boost.JSON's parser.
+  const std::vector<std::string> other = {
+      "0.1234567890123456", "1234567890123456.0", "1234567890123456e1", "1e23", "1e-23", "1.5e300", "1e0001",
+      "1234567890123456789", "-1234567890123456789",
+      "18446744073709551615", R"({"a\"b":1})", R"({"a":"\u0041"})", "{\"\xc3\xa9\":1}",
+      std::string(reader::plain_json_depth + 1, '[') + std::string(reader::plain_json_depth + 1, ']'),
+      // not JSON
+      "", " ", "{", "}", "[", "[1,]", "[,1]", "{\"a\"}", "{\"a\":}", "{\"a\" 1}", "{\"a\":1,}", "{,}", "{1:2}",
+      "01", "-", "-a", "1-", "1.", ".5", "+1", "tru", "truex", "nul", "[1 2]", "\"abc", "\"a\nb\"", "[1]]", "[1]x",
+      "{\"a\":1}{}", "NaN", "[true false]", "\"\x01\"",
+  };
+  for (const auto& text : other) {
+    INFO(text);
+    recorder a;
+    CHECK(reader::read_plain_json(text, a) == reader::json_reading::unsupported);
+  }
+}
+
+TEST_CASE("fast request path: requests of plain JSON take the plain reader", "[v2][binary]") {
+  CHECK(compare(R"({"inputs":[)" + in0 + "," + in1 + "]," + outs + "}", 128).plain);
+  CHECK(compare(R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,-2,3,4]}]})", 0).plain);
+  CHECK(compare(R"({"parameters":{"sequence_id":"s","sequence_start":true,"priority":2,"c":-3},"inputs":[]})", 0).plain);
+  CHECK(compare(R"({"inputs":[{"name":"A","datatype":"FP32","shape":[2],"data":[1.5,-2e-3]}]})", 0).plain);
+  // More digits, a larger power or a byte past ASCII: Boost.JSON's parser reads it, with the same result.
+  for (const std::string header : {R"({"inputs":[{"name":"A","datatype":"FP64","shape":[2],"data":[1.5,0.1234567890123456]}]})",
+                                   R"({"id":"x","inputs":[],"z":1e30})", R"({"id":"é","inputs":[]})"}) {
+    INFO(header);
+    const auto o = compare(header, 0);
+    CHECK_FALSE(o.plain);
+    CHECK(o.fast);
+    CHECK(o.same);
+  }
 }
