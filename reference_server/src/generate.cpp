@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "generate.hpp"
 
+#include <inferwire/v2/detail/sax_handler.hpp>
 #include <inferwire/v2/json_codec.hpp>
 #include <inferwire/v2/tensor.hpp>
 
@@ -67,14 +68,8 @@ status add_tensor(const model_config& c, const tensor_config& in, const boost::j
 
 // The first top-level key of a JSON object that appears more than once (a parsed document keeps
 // only one of them, so the parse alone cannot tell), found with Boost.JSON's SAX parser.
-class repeated_key_finder {
+class repeated_key_finder : public v2::detail::sax_handler_base {
  public:
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
-  using ec_t = boost::json::error_code;
-  using sv = boost::json::string_view;
 
   std::string repeated;
 

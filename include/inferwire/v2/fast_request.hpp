@@ -31,6 +31,7 @@
 
 #include <inferwire/core/shape.hpp>
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/detail/sax_handler.hpp>
 
 #include <boost/json/basic_parser_impl.hpp>
 
@@ -49,12 +50,8 @@ namespace inferwire::v2 {
 
 namespace detail {
 
-class fast_request_handler {
+class fast_request_handler : public sax_handler_base {
  public:
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
 
   fast_request_handler(std::string_view body, std::size_t header_length, const codec_limits& limits,
                        infer_request& out)
@@ -62,9 +59,6 @@ class fast_request_handler {
 
   /// After a successful parse: whether the request is complete and consistent.
   bool finished() const noexcept { return have_inputs_ && next_binary_ == body_.size(); }
-
-  using ec_t = boost::json::error_code;
-  using sv = boost::json::string_view;
 
   bool on_document_begin(ec_t&) { return true; }
   bool on_document_end(ec_t&) { return true; }

@@ -47,13 +47,7 @@ outcome compare(const std::string& header, std::size_t binary_bytes, const codec
 }
 
 // Every event a reader reports, as text, to compare the plain reader with Boost.JSON's parser.
-struct recorder {
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
-  using ec_t = boost::json::error_code;
-  using sv = boost::json::string_view;
+struct recorder : reader::sax_handler_base {
   std::string log;
   /// Refuse the event with this number (counted from 1), 0 for none.
   int refuse_at = 0;
