@@ -5,6 +5,7 @@
 // http_endpoints.cpp's and http_infer.cpp's business; the listener that accepts connections is
 // http_listener.cpp's; the same connection type serves the metrics port.
 #include "http.hpp"
+#include "ready_set.hpp"
 
 #include <inferwire/v2/binary.hpp>
 
@@ -73,6 +74,10 @@ constexpr std::uint64_t direct_body_threshold = 256 * 1024;
 // `simple` infer POST is 522 bytes) arrives in one system call instead of two. The buffer
 // stays with the connection, so this is what an idle keep-alive connection holds.
 constexpr std::size_t least_read = 4096;
+// From this many connections on its I/O thread, a connection that emptied its socket waits for
+// its next request in the thread's ready_set; with fewer the set's own wait (an epoll_ctl and
+// an epoll_wait each time) costs more than the read it saves.
+constexpr std::size_t ready_set_connections = 4;
 
 /// Asio's transfer_all caps each read_some/write_some at 64 KiB; large bodies go in as few
 /// system calls as the socket allows.
@@ -88,7 +93,7 @@ std::string iso_lower(std::string_view s) {
 
 }  // namespace
 
-class session : public std::enable_shared_from_this<session>, public rest::responder {
+class session : public std::enable_shared_from_this<session>, public rest::responder, private ready_set::member {
  public:
   /// A connection on I/O thread `thread`, already counted there (io_balance::opened or rehome).
   session(socket_type socket, server_state& s, bool metrics, std::size_t thread)
@@ -108,6 +113,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
   ~session() override {
+    leave_ready_set();
     if (!metrics_ && !moved_) s_.io_threads->closed(thread_);
   }
 
@@ -115,6 +121,10 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
       beast::error_code ec;
       self->socket_.non_blocking(true, ec);  // write() tries a plain send first
+      if (!self->metrics_) {
+        self->ready_set_ = &ready_set::of(self->socket_.get_executor().context());
+        self->ready_set_->add(*self, self->socket_.native_handle());
+      }
       self->touch();
       self->watch();
       self->read_header();
@@ -137,6 +147,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       if (!self->executing_ &&
           clock::now() - self->last_progress_ > std::chrono::seconds(self->s_.opts.stall_timeout_secs)) {
         beast::error_code ignored;
+        self->leave_ready_set();
         self->socket_.close(ignored);
         return;
       }
@@ -188,21 +199,44 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     }
     const std::size_t room =
         std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), least_read, 64 * 1024);
-    socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      self->touch_read();
-      self->buffer_.commit(n);
-      if (!ec) return self->parse();
-      if (ec == net::error::eof) {
-        if (!self->parser_->got_some()) {
-          ec = bhttp::error::end_of_stream;
-        } else {
-          ec = {};
-          self->parser_->put_eof(ec);  // a request cannot end at the end of the stream
-          if (!ec && !self->parser_->is_done()) ec = bhttp::error::partial_message;
-        }
-      }
-      self->parsed(ec);
+    if (std::exchange(own_read_, false)) return read_reported(room);
+    socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this(), room](beast::error_code ec, std::size_t n) {
+      self->on_bytes(ec, n, room);
     });
+  }
+
+  // A read of up to `room` bytes brought `n` (or ended with `ec`).
+  void on_bytes(beast::error_code ec, std::size_t n, std::size_t room) {
+    touch_read();
+    buffer_.commit(n);
+    drained_ = n < room;  // a short read emptied the socket
+    if (!ec) return parse();
+    if (ec == net::error::eof) {
+      if (!parser_->got_some()) {
+        ec = bhttp::error::end_of_stream;
+      } else {
+        ec = {};
+        parser_->put_eof(ec);  // a request cannot end at the end of the stream
+        if (!ec && !parser_->is_done()) ec = bhttp::error::partial_message;
+      }
+    }
+    parsed(ec);
+  }
+
+  // The ready_set reported the socket (or did while the connection was busy): the read is a
+  // plain recv, and where it finds nothing the connection waits in the set again, so a report
+  // that came for bytes already read costs that one recv and no wait in the event loop.
+  void read_reported(std::size_t room) {
+    const auto space = buffer_.prepare(room);
+    const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+    if (n > 0) return on_bytes({}, static_cast<std::size_t>(n), room);
+    if (n == 0) return on_bytes(net::error::eof, 0, room);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (ready_set_->wait(*this)) return;
+      return read_reported(room);  // reported again meanwhile
+    }
+    if (errno == EINTR) return read_reported(room);
+    on_bytes(beast::error_code(errno, boost::system::system_category()), 0, room);
   }
 
   static bool folded(std::string_view header) {
@@ -347,8 +381,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       return dispatch(std::move(direct_), std::move(direct_body_));
     }
     if (b.full() && !b.grow()) return refuse_budget();
-    socket_.async_read_some(b.free_space(), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    socket_.async_read_some(b.free_space(), [self = shared_from_this(), room = b.free_space().size()](beast::error_code ec, std::size_t n) {
       self->touch_read();
+      self->drained_ = n < room;
       if (ec) return self->close();
       self->direct_body_->commit(n);
       self->read_more_directly();
@@ -592,11 +627,29 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       const std::size_t to = s_.io_threads->rehome(thread_);
       if (to != thread_) return move_to(to);
     }
-    // The next read starts at once. Asio tries it before waiting for readiness, and right after
-    // a reply it nearly always finds nothing (one recv per request that returns EAGAIN);
-    // starting it behind the ready handlers instead was measured and cost more (the event loop
-    // then polled epoll more often), and waiting for readiness costs an epoll_ctl each time.
+    // Asio starts a read with a recv before it waits for readiness, and right after a reply
+    // that recv nearly always finds nothing. A connection whose last read emptied its socket
+    // waits in the thread's ready_set instead, where it costs no system call of its own, once
+    // its thread carries enough connections; otherwise (and when its socket was reported
+    // meanwhile) the next read starts at once. Starting it behind the ready handlers instead was
+    // measured and cost more (the event loop then polled epoll more often), and waiting with
+    // async_wait costs an epoll_ctl each time.
+    if (drained_ && ready_set_ && ready_set::contains(*this) &&
+        s_.io_threads->connections(thread_) >= ready_set_connections) {
+      if (ready_set_->wait(*this)) return;
+      return on_ready();  // reported meanwhile
+    }
     read_header();
+  }
+
+  // The ready_set reported the socket of this waiting connection.
+  void on_ready() override {
+    own_read_ = true;
+    read_header();
+  }
+  // Before the socket is closed or handed over.
+  void leave_ready_set() noexcept {
+    if (ready_set_) ready_set_->remove(*this);
   }
 
   // The client may still be sending the body we refused: closing with its bytes unread would
@@ -622,6 +675,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   void move_to(std::size_t to) {
     moved_ = true;
     watchdog_.cancel();
+    leave_ready_set();
     beast::error_code ec;
     const auto protocol = socket_.local_endpoint(ec).protocol();
     const int fd = ec ? -1 : socket_.release(ec);
@@ -645,6 +699,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 
   void close() {
     in_flight_.reset();
+    leave_ready_set();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     socket_.close(ec);
@@ -667,6 +722,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   bool metrics_;
   std::size_t thread_;  ///< the I/O thread it runs on
   bool moved_ = false;  ///< its socket went to another thread's connection
+  ready_set* ready_set_ = nullptr;  ///< its I/O thread's (not for the metrics port's connections)
+  bool drained_ = false;        ///< its last read was short: the socket had nothing more
+  bool own_read_ = false;       ///< the next read is read_reported's, not Asio's
   std::optional<bhttp::request_parser<growing_body>> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
   std::size_t chunks_ = 0;

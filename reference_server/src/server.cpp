@@ -5,6 +5,7 @@
 #include "triton_backend.hpp"
 #include "host.hpp"
 #include "proc_stat.hpp"
+#include "ready_set.hpp"
 
 #include <inferwire/version.hpp>
 #include <inferwire/v2/json.hpp>
@@ -54,8 +55,10 @@ server_state::server_state(options o)
       body_budget(opts.http_max_inflight_bytes ? opts.http_max_inflight_bytes
                                                : std::max<std::uint64_t>(std::uint64_t{2} << 30,
                                                                          2 * max_body_size())) {
-  for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i)
+  for (unsigned i = 0, n = default_threads(opts.http_thread_count, 1, 2); i < n; ++i) {
     ios.push_back(std::make_unique<boost::asio::io_context>(1));
+    ready_set::of(*ios.back());  // its descriptor from the start, not from the first connection
+  }
   io_threads = std::make_unique<io_balance>(ios.size(), opts.http_io_balance == "adaptive");
   log.info = opts.log_info;
   log.warning = opts.log_warning;

@@ -8,8 +8,12 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/json/parse.hpp>
 
+#include <memory>
 #include <random>
 #include <thread>
+#include <vector>
+
+#include <sys/socket.h>
 
 using namespace iwtest;
 using namespace inferwire;
@@ -77,6 +81,93 @@ TEST_CASE("thousands of pipelined requests in one write are answered in order", 
   auto r = again.read();
   REQUIRE(r);
   CHECK(r->status == 200);
+}
+
+TEST_CASE("many keep-alive connections wait for their next request without losing one", "[transport]") {
+  // With several connections on an I/O thread, a connection whose socket is empty after its
+  // reply waits for its next request in the thread's epoll set (ready_set) rather than in a
+  // read. Requests that come whole, in two parts, pipelined, right after the reply or later,
+  // and clients that hang up or half-close while their connection waits: every reply comes,
+  // and the server lets go of every connection.
+  const auto fds_before = open_fds_of(shared_server().pid());
+  constexpr int n = 12;
+  std::vector<std::unique_ptr<connection>> conns;
+  for (int i = 0; i < n; ++i) {
+    conns.push_back(std::make_unique<connection>(shared_server().http_port()));
+    timeval tv{10, 0};  // a lost wake-up fails the read instead of hanging the test
+    ::setsockopt(conns.back()->socket().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  const std::string infer = request_text("POST", "/v2/models/simple/infer", simple_json());
+  int answered = 0, expected = 0;
+  auto read_ok = [&](connection& c) {
+    auto r = c.read();
+    answered += r && r->status == 200 && r->keep_alive;
+  };
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < n; ++i) {
+      connection& c = *conns[static_cast<std::size_t>(i)];
+      switch ((i + round) % 4) {
+        case 0:  // whole
+          c.send(infer);
+          ++expected;
+          break;
+        case 1:  // in two parts, the second after the server has read the first
+          c.send(std::string_view(infer).substr(0, infer.size() / 2));
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          c.send(std::string_view(infer).substr(infer.size() / 2));
+          ++expected;
+          break;
+        case 2:  // two pipelined
+          c.send(infer + request_text("GET", "/v2/health/live", ""));
+          expected += 2;
+          break;
+        default:  // after a pause, while the connection waits
+          break;
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      connection& c = *conns[static_cast<std::size_t>(i)];
+      switch ((i + round) % 4) {
+        case 0:
+        case 1: read_ok(c); break;
+        case 2: read_ok(c); read_ok(c); break;
+        default: break;
+      }
+    }
+    if (round % 8 == 7) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (int i = 0; i < n; ++i) {
+        conns[static_cast<std::size_t>(i)]->send(request_text("GET", "/v2/health/ready", ""));
+        ++expected;
+      }
+      for (int i = 0; i < n; ++i) read_ok(*conns[static_cast<std::size_t>(i)]);
+    }
+  }
+  CHECK(answered == expected);
+  // Clients that hang up, half-close or reset while their connections wait: the server closes
+  // its side, and the others go on.
+  ::shutdown(conns[0]->socket().native_handle(), SHUT_WR);
+  CHECK(conns[0]->closed_by_server());
+  conns[1].reset();
+  linger hard{1, 0};
+  ::setsockopt(conns[2]->socket().native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  conns[2].reset();
+  for (int i = 3; i < n; ++i) {
+    conns[static_cast<std::size_t>(i)]->send(infer);
+    auto r = conns[static_cast<std::size_t>(i)]->read();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+  conns.clear();
+  // Every connection's descriptor goes once its client has gone.
+  auto settled = [&] {
+    for (int i = 0; i < 300; ++i) {
+      if (open_fds_of(shared_server().pid()).size() <= fds_before.size()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  CHECK(settled());
 }
 
 TEST_CASE("HEAD gets headers only, also when it is refused", "[transport]") {
