@@ -200,6 +200,11 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     const std::size_t room =
         std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), least_read, 64 * 1024);
     if (std::exchange(own_read_, false)) return read_reported(room);
+    read_some(room);
+  }
+
+  // Asio's read: a recv, and a wait in the event loop when it finds nothing.
+  void read_some(std::size_t room) {
     socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this(), room](beast::error_code ec, std::size_t n) {
       self->on_bytes(ec, n, room);
     });
@@ -231,12 +236,10 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
     if (n > 0) return on_bytes({}, static_cast<std::size_t>(n), room);
     if (n == 0) return on_bytes(net::error::eof, 0, room);
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (ready_set_->wait(*this)) return;
-      return read_reported(room);  // reported again meanwhile
-    }
-    if (errno == EINTR) return read_reported(room);
-    on_bytes(beast::error_code(errno, boost::system::system_category()), 0, room);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return on_bytes(beast::error_code(errno, boost::system::system_category()), 0, room);
+    if (errno != EINTR && ready_set_->wait(*this)) return;
+    read_some(room);  // interrupted, or the set cannot take it: Asio's read
   }
 
   static bool folded(std::string_view header) {
