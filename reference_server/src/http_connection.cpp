@@ -637,7 +637,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     // meanwhile) the next read starts at once. Starting it behind the ready handlers instead was
     // measured and cost more (the event loop then polled epoll more often), and waiting with
     // async_wait costs an epoll_ctl each time.
-    if (drained_ && ready_set_ && ready_set::contains(*this) &&
+    if (drained_ && ready_set::contains(*this) &&
         s_.io_threads->connections(thread_) >= ready_set_connections) {
       if (ready_set_->wait(*this)) return;
       return on_ready();  // reported meanwhile

@@ -472,8 +472,9 @@ class fast_request_handler : public sax_handler_base {
 // the plain JSON requests carry almost always, faster than Boost.JSON's parser: strings of
 // printable ASCII without escapes, the numbers read_number describes, literals, nesting to
 // plain_json_depth. Anything else (an escape, a byte past ASCII, a longer number, any syntax
-// error) it leaves to the second, Boost.JSON's SAX parser, which reads all of JSON. What the plain reader accepts is valid JSON, and it reports exactly the
-// events Boost.JSON's parser reports for it (a test and the fuzz target compare the two).
+// error) it leaves to the second, Boost.JSON's SAX parser, which reads all of JSON. What the
+// plain reader accepts is valid JSON, and it reports exactly the events Boost.JSON's parser
+// reports for it (a test and the fuzz target compare the two).
 
 enum class json_reading {
   accepted,     ///< the whole text read, every event taken by the handler
@@ -494,7 +495,7 @@ inline constexpr int plain_json_depth = 24;
 // A leading zero followed by a digit, or anything else, is unsupported.
 template <class Handler>
 bool read_number(const char*& p, const char* end, Handler& h, boost::json::error_code& ec) {
-  using sv = boost::json::string_view;
+  using sv = sax_handler_base::sv;
   static constexpr double exact_powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   auto digit = [&] { return p != end && *p >= '0' && *p <= '9'; };
@@ -548,7 +549,7 @@ bool read_number(const char*& p, const char* end, Handler& h, boost::json::error
 
 template <class Handler>
 json_reading read_plain_json(std::string_view text, Handler& h) {
-  using sv = boost::json::string_view;
+  using sv = sax_handler_base::sv;
   const char* p = text.data();
   const char* const end = p + text.size();
   boost::json::error_code ec;
@@ -658,11 +659,15 @@ json_reading read_plain_json(std::string_view text, Handler& h) {
   }
 }
 
+/// A header both readers may read: present, inside the body, within the JSON size limit.
+inline bool header_in_bounds(std::string_view body, std::size_t header_length, const codec_limits& limits) {
+  return header_length != 0 && header_length <= body.size() && !check_json_size(header_length, limits);
+}
+
 /// The fast path with the plain reader only: `unsupported` where the header is not plain JSON.
 inline json_reading decode_fast_plain(std::string_view body, std::size_t header_length, const codec_limits& limits,
                                       infer_request& out) {
-  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
-    return json_reading::refused;
+  if (!header_in_bounds(body, header_length, limits)) return json_reading::refused;
   out = {};
   fast_request_handler h(body, header_length, limits, out);
   const json_reading r = read_plain_json(body.substr(0, header_length), h);
@@ -673,8 +678,7 @@ inline json_reading decode_fast_plain(std::string_view body, std::size_t header_
 /// The fast path with Boost.JSON's parser only.
 inline bool decode_fast_boost(std::string_view body, std::size_t header_length, const codec_limits& limits,
                               infer_request& out) {
-  if (header_length == 0 || header_length > body.size() || check_json_size(header_length, limits))
-    return false;
+  if (!header_in_bounds(body, header_length, limits)) return false;
   out = {};
   boost::json::parse_options options;
   options.max_depth = 32;  // deeper documents go to the decoder, whose limit is 100
