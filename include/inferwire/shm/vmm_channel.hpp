@@ -296,7 +296,23 @@ class vmm_channel {
     if (fds.size() != layout.chunk_sizes.size())
       throw std::invalid_argument("CUDA VMM region: " + std::to_string(layout.chunk_sizes.size()) +
                                   " chunks need as many descriptors, not " + std::to_string(fds.size()));
-    detail::send_with_fds(fd_.get(), vmm_frame(encode_deposit(layout)), fds);
+    try {
+      detail::send_with_fds(fd_.get(), vmm_frame(encode_deposit(layout)), fds);
+    } catch (const std::system_error& e) {
+      // A server that refuses a connection (one too many, a user it does not accept) writes
+      // why and closes it, possibly before the deposit is sent: its reason, when it came,
+      // says more than the broken pipe.
+      if (e.code().value() != EPIPE && e.code().value() != ECONNRESET) throw;
+      std::string refusal;
+      try {
+        refusal = read_frame();
+      } catch (const vmm_channel_error&) {
+        throw e;
+      }
+      fd_.reset();
+      if (!refusal.empty() && refusal[0] == 'E') throw vmm_channel_error(refusal.substr(1));
+      throw;
+    }
     const std::string reply = read_frame();
     if (reply.size() == 1 + vmm_handle_size && reply[0] == 'H') return reply.substr(1);
     if (!reply.empty() && reply[0] == 'E') throw vmm_channel_error(reply.substr(1));
