@@ -249,6 +249,10 @@ TEST_CASE("fast request path: the plain reader reports what Boost.JSON's parser 
       R"([123456789.012345,-0.00000000000001,1.5e-7,2E+22,-9e-22,0.1e1,12345678901234.5e-20,7e0,1.0,100.0e-2])",
       "[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2.1,2.2,2.3,2.4,2.5,2.6,2.7,"
       "3.14159265358979,2.71828182845904,1.41421356237309,0.333333333333333,6.02214076e-14]",
+      // runs of numbers (read apart from the general path): compact, with json.dumps' ", ",
+      // with other space, ended by another value, nested, and as the last member
+      "[1,2,3]", "[1, 2, 3]", "[1,  2 ,3 ,\n-4,\t5]", R"([1, "a", 2, true, 3, [4, 5], 6, {}, 7])",
+      R"({"data": [[1, 2], [3, 4]], "x": [0.5, -1e3, 0, -0]})", "[ -1 , 2 ]", "[7]",
   };
   for (const auto& text : plain) {
     INFO(text);
@@ -276,6 +280,8 @@ TEST_CASE("fast request path: the plain reader reports what Boost.JSON's parser 
       "", " ", "{", "}", "[", "[1,]", "[,1]", "{\"a\"}", "{\"a\":}", "{\"a\" 1}", "{\"a\":1,}", "{,}", "{1:2}",
       "01", "-", "-a", "1-", "1.", ".5", "+1", "tru", "truex", "nul", "[1 2]", "\"abc", "\"a\nb\"", "[1]]", "[1]x",
       "{\"a\":1}{}", "NaN", "[true false]", "\"\x01\"",
+      // broken inside a run of numbers
+      "[1,2", "[1,2,", "[1, 2,]", "[1,-]", "[1,2 3]", "[1,02]", "[1,2.]", "[1,2]x", "[1, 2, 3",
   };
   for (const auto& text : other) {
     INFO(text);

@@ -218,6 +218,15 @@ INFERWIRE_DECL void append_json_string(std::string& out, std::string_view s) {
     return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\';
   });
   if (plain) {
+    // A short one in one append (names, types, versions); a long one in three.
+    char quoted[128];
+    if (s.size() + 2 <= sizeof quoted) {
+      quoted[0] = '"';
+      std::memcpy(quoted + 1, s.data(), s.size());
+      quoted[s.size() + 1] = '"';
+      out.append(quoted, s.size() + 2);
+      return;
+    }
     out += '"';
     out += s;
     out += '"';
