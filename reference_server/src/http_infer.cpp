@@ -119,6 +119,7 @@ class request_memo {
 thread_local bool memo_gone = false;
 struct thread_memo {
   request_memo requests;
+  v2::detail::json_request_memo json_requests;
   v2::detail::response_header_memo responses;
   ~thread_memo() { memo_gone = true; }
 };
@@ -349,11 +350,13 @@ status endpoints::decode_body(infer_job& job, std::string_view content_encoding,
   const std::string_view message = body.substr(0, content_length);
   // A client's requests to a model repeat their header: the last one this I/O thread decoded
   // (under the same limits) is not parsed again.
+  // With tensors in JSON, only the data arrays of a header that repeats the last one are read.
   request_memo& memo = memo_of_thread.requests;
+  v2::detail::json_request_memo& json_memo = memo_of_thread.json_requests;
   if (memo.recall(message, header_length, limits, job.request)) {
     job.recalled = true;
-  } else {
-    if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request)) {
+  } else if (!json_memo.recall(message, header_length, limits, job.request)) {
+    if (!v2::try_decode_infer_request_fast(message, header_length, limits, job.request, &json_memo)) {
       job.request = v2::decode_infer_request(message, header_length, c.name, st, limits);
       if (st) return st;
     }

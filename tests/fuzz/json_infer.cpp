@@ -11,8 +11,30 @@
 #include <cstdint>
 #include <string_view>
 
+namespace {
+// The request memo: `first` read by the fast path into a memo, then `next` recalled from it:
+// what it gives must be the full decoder's result for `next`.
+void check_memo(std::string_view first, std::string_view next) {
+  inferwire::v2::detail::json_request_memo memo;
+  inferwire::v2::infer_request seen, recalled;
+  if (!inferwire::v2::try_decode_infer_request_fast(first, first.size(), {}, seen, &memo)) return;
+  for (std::string_view text : {first, next}) {
+    if (!memo.recall(text, text.size(), {}, recalled)) continue;
+    inferwire::status st;
+    const auto full = inferwire::v2::decode_infer_request(text, text.size(), "model", st);
+    if (st || !fuzz::same(recalled, full)) __builtin_trap();
+  }
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  // An input with a 0xFF byte (never in a plain header) is two headers for the request memo:
+  // the first remembered, the second recalled; the decoders below read the second.
+  const std::size_t split = input.find('\xff');
+  const std::string_view body = split == std::string_view::npos ? input : input.substr(split + 1);
+  check_memo(split == std::string_view::npos ? input : input.substr(0, split), body);
+  size = body.size();
   inferwire::status st;
   auto request = inferwire::v2::decode_infer_request(body, size, "model", st);
   inferwire::v2::infer_request fast;

@@ -44,12 +44,104 @@
 #include <limits>
 #include <type_traits>
 #include <string>
+#include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace inferwire::v2 {
 
 namespace detail {
+
+/// A JSON input's elements, written into its tensor's bytes as they are read, with the full
+/// decoder's rules: signed integer types take what fits in int64 and in their width, unsigned
+/// types what is not negative and fits, floating types any number, integer types no fraction.
+/// The request handler below and the request memo's reader of data arrays share it.
+class json_elements {
+ public:
+  /// The types whose JSON elements are numbers written at their width (decode_json_tensor_data's
+  /// fixed-width cases but BOOL).
+  static bool number_type(data_type t) noexcept {
+    return is_fixed_size(t) && t != data_type::bool_ && t != data_type::fp16 && t != data_type::bf16;
+  }
+
+  /// Starts a tensor of `type` (a number_type) with room for `bytes` (0: unknown; the bytes
+  /// double when more come).
+  void start(data_type type, std::size_t bytes) {
+    type_ = type;
+    count_ = 0;
+    bytes_.clear();
+    if (bytes) bytes_.resize(bytes);
+  }
+  /// The elements so far.
+  std::uint64_t count() const noexcept { return count_; }
+  /// The tensor's bytes, cut to `bytes` (its count times its element size, as the caller checked).
+  std::string take(std::size_t bytes) {
+    bytes_.resize(bytes);
+    return std::exchange(bytes_, std::string());
+  }
+
+  // A tensor's elements are most of a JSON header's numbers: INT32 and FP32 (the commonest)
+  // take a short path, inline.
+  [[gnu::always_inline]] bool on_int64(std::int64_t v) {
+    if (type_ == data_type::int32 && v >= std::numeric_limits<std::int32_t>::min() &&
+        v <= std::numeric_limits<std::int32_t>::max()) [[likely]]
+      return append(static_cast<std::int32_t>(v));
+    return integer(v);
+  }
+  bool on_uint64(std::uint64_t v) { return integer(v); }
+  [[gnu::always_inline]] bool on_double(double d) {
+    if (type_ == data_type::fp32) [[likely]]
+      return append(static_cast<float>(d));
+    if (type_ == data_type::fp64) return append(d);
+    return false;  // an integer type refuses a fraction
+  }
+
+ private:
+  template <class T>
+  [[gnu::always_inline]] bool append(T x) {
+    const std::size_t at = static_cast<std::size_t>(count_) * sizeof(T);
+    if (bytes_.size() - at < sizeof(T)) [[unlikely]] bytes_.resize(std::max(2 * bytes_.size(), at + sizeof(T)));
+    std::memcpy(bytes_.data() + at, &x, sizeof(T));
+    ++count_;
+    return true;
+  }
+  template <class I>
+  [[gnu::noinline]] bool integer(I v) {
+    auto as = [&]<class T>(T*) -> bool {
+      if constexpr (std::is_floating_point_v<T>) {
+        return append(static_cast<T>(static_cast<double>(v)));
+      } else if constexpr (std::is_signed_v<T>) {
+        if constexpr (std::is_unsigned_v<I>) return false;  // past INT64_MAX: not an int64
+        else if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+        else return append(static_cast<T>(v));
+      } else {
+        if constexpr (std::is_signed_v<I>) {
+          if (v < 0) return false;
+        }
+        if (static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max()) return false;
+        return append(static_cast<T>(v));
+      }
+    };
+    switch (type_) {
+      case data_type::uint8: return as(static_cast<std::uint8_t*>(nullptr));
+      case data_type::uint16: return as(static_cast<std::uint16_t*>(nullptr));
+      case data_type::uint32: return as(static_cast<std::uint32_t*>(nullptr));
+      case data_type::uint64: return as(static_cast<std::uint64_t*>(nullptr));
+      case data_type::int8: return as(static_cast<std::int8_t*>(nullptr));
+      case data_type::int16: return as(static_cast<std::int16_t*>(nullptr));
+      case data_type::int32: return as(static_cast<std::int32_t*>(nullptr));
+      case data_type::int64: return as(static_cast<std::int64_t*>(nullptr));
+      case data_type::fp32: return as(static_cast<float*>(nullptr));
+      case data_type::fp64: return as(static_cast<double*>(nullptr));
+      default: return false;
+    }
+  }
+
+  data_type type_ = data_type::invalid;
+  std::string bytes_;
+  std::uint64_t count_ = 0;
+};
 
 class fast_request_handler : public sax_handler_base {
  public:
@@ -60,6 +152,24 @@ class fast_request_handler : public sax_handler_base {
 
   /// After a successful parse: whether the request is complete and consistent.
   bool finished() const noexcept { return have_inputs_ && next_binary_ == body_.size(); }
+
+  /// Where an input's data array lies in the header: the offsets of its '[' and just past its
+  /// ']'. The plain reader reports its position before each array's events (at_position); the
+  /// request memo keeps these.
+  struct data_array {
+    std::size_t begin = 0, end = 0;
+    std::size_t input = 0;  ///< the input whose data it is
+    bool flat = true;       ///< no array inside it
+  };
+  static constexpr std::size_t max_data_arrays = 8;
+  void at_position(const char* p) noexcept { here_ = p; }
+  /// The data arrays in text order; false when they are not known (Boost.JSON's parser read the
+  /// header, or there were more than max_data_arrays).
+  bool data_arrays(std::span<const data_array>& out) const noexcept {
+    if (!here_ || too_many_arrays_) return false;
+    out = std::span<const data_array>(arrays_, arrays_count_);
+    return true;
+  }
 
   bool on_document_begin(ec_t&) { return true; }
   bool on_document_end(ec_t&) { return true; }
@@ -124,24 +234,24 @@ class fast_request_handler : public sax_handler_base {
       return enter(frame::shape);
     }
     if (frame_ == frame::input && s == slot::data) {
-      data_.clear();
-      data_count_ = 0;
       // A shape given before the data tells its size: one allocation instead of doublings. No
       // more than the header's text can hold (an element takes at least a digit and a comma),
       // so a shape cannot make the server reserve what the client did not send.
+      const infer_input& in = req_.inputs.back();
+      std::size_t expected = 0;
       if (seen_ & bit(slot::shape)) {
-        const infer_input& in = req_.inputs.back();
         const shape_result bytes = byte_size(in.shape, in.datatype);
         const std::uint64_t most = (header_length_ / 2 + 1) * element_size(in.datatype);
-        if (bytes && static_cast<std::uint64_t>(bytes.value) <= most)
-          data_.resize(static_cast<std::size_t>(bytes.value));
+        if (bytes && static_cast<std::uint64_t>(bytes.value) <= most) expected = static_cast<std::size_t>(bytes.value);
       }
+      elements_.start(in.datatype, expected);
       data_depth_ = 1;
-      element_ = req_.inputs.back().datatype;
+      array_opened();
       return enter(frame::data);
     }
     if (frame_ == frame::data && s == slot::none) {  // nested: the elements in row-major order
       ++data_depth_;
+      nested_ = true;
       return true;
     }
     return false;
@@ -149,7 +259,10 @@ class fast_request_handler : public sax_handler_base {
 
   bool on_array_end(std::size_t, ec_t&) {
     if (skip_ > 0) return skip_value_end();
-    if (frame_ == frame::data && --data_depth_ > 0) return true;
+    if (frame_ == frame::data) {
+      if (--data_depth_ > 0) return true;
+      array_closed();
+    }
     return leave();
   }
 
@@ -190,7 +303,7 @@ class fast_request_handler : public sax_handler_base {
         else if (is(key, "shape")) s = slot::shape;
         else if (is(key, "parameters")) s = slot::tensor_parameters;
         else if (is(key, "data")) {
-          if (!(seen_ & bit(slot::datatype)) || !json_number_type(req_.inputs.back().datatype)) return false;
+          if (!(seen_ & bit(slot::datatype)) || !json_elements::number_type(req_.inputs.back().datatype)) return false;
           s = slot::data;
         }
         break;
@@ -244,17 +357,12 @@ class fast_request_handler : public sax_handler_base {
   // A tensor's elements are most of a JSON header's numbers: their path is short and inline,
   // for INT32 (the commonest) shorter still.
   [[gnu::always_inline]] bool on_int64(std::int64_t v, sv, ec_t&) {
-    if (frame_ == frame::data && skip_ == 0) [[likely]] {
-      if (element_ == data_type::int32 && v >= std::numeric_limits<std::int32_t>::min() &&
-          v <= std::numeric_limits<std::int32_t>::max()) [[likely]]
-        return append_element(static_cast<std::int32_t>(v));
-      return data_integer(v);
-    }
+    if (frame_ == frame::data && skip_ == 0) [[likely]] return elements_.on_int64(v);
     return other_int64(v);
   }
 
   bool on_uint64(std::uint64_t v, sv, ec_t&) {
-    if (skip_ == 0 && frame_ == frame::data) return data_integer(v);
+    if (skip_ == 0 && frame_ == frame::data) return elements_.on_uint64(v);
     if (skip_ == 0 && awaiting_ == slot::parameter_value) {
       // Above INT64_MAX: a custom parameter reads it as a double, as the full decoder does.
       if (param_ == parameter_kind::custom) return set_parameter(static_cast<double>(v));
@@ -263,13 +371,8 @@ class fast_request_handler : public sax_handler_base {
     }
     return on_unsigned(v);
   }
-  // As on_int64: a tensor's elements (FP32 the commonest) first, inline.
   [[gnu::always_inline]] bool on_double(double d, sv, ec_t&) {
-    if (frame_ == frame::data && skip_ == 0) [[likely]] {
-      if (element_ == data_type::fp32) [[likely]]
-        return append_element(static_cast<float>(d));
-      return data_floating(d);
-    }
+    if (frame_ == frame::data && skip_ == 0) [[likely]] return elements_.on_double(d);
     return other_double(d);
   }
 
@@ -297,27 +400,6 @@ class fast_request_handler : public sax_handler_base {
     }
     if (v < 0) return scalar_ignored();
     return on_unsigned(static_cast<std::uint64_t>(v));
-  }
-  // An integer element, with the decoder's rules: signed types take what fits in int64 and in
-  // their width, unsigned types what is not negative and fits, floating types any number.
-  template <class I>
-  [[gnu::noinline]] bool data_integer(I v) {
-    auto as = [&]<class T>(T*) -> bool {
-      if constexpr (std::is_floating_point_v<T>) {
-        return append_element(static_cast<T>(static_cast<double>(v)));
-      } else if constexpr (std::is_signed_v<T>) {
-        if constexpr (std::is_unsigned_v<I>) return false;  // past INT64_MAX: not an int64
-        else if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
-        else return append_element(static_cast<T>(v));
-      } else {
-        if constexpr (std::is_signed_v<I>) {
-          if (v < 0) return false;
-        }
-        if (static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max()) return false;
-        return append_element(static_cast<T>(v));
-      }
-    };
-    return with_element_type(as);
   }
   [[gnu::noinline]] bool other_double(double d) {
     if (skip_ == 0 && awaiting_ == slot::parameter_value)
@@ -376,43 +458,19 @@ class fast_request_handler : public sax_handler_base {
     }
     return true;
   }
-  // The types whose JSON elements are numbers written at their width (decode_json_tensor_data's
-  // fixed-width cases but BOOL).
-  static bool json_number_type(data_type t) noexcept {
-    return is_fixed_size(t) && t != data_type::bool_ && t != data_type::fp16 && t != data_type::bf16;
-  }
-  // The elements are written in place: the tensor's bytes are sized from its shape where it
-  // came first (on_array_begin), doubled when more come, and cut to what came at the end.
-  template <class T>
-  [[gnu::always_inline]] bool append_element(T x) {
-    const std::size_t at = static_cast<std::size_t>(data_count_) * sizeof(T);
-    if (data_.size() - at < sizeof(T)) [[unlikely]] data_.resize(std::max(2 * data_.size(), at + sizeof(T)));
-    std::memcpy(data_.data() + at, &x, sizeof(T));
-    ++data_count_;
-    return true;
-  }
-  bool data_floating(double d) {
-    switch (element_) {
-      case data_type::fp32: return append_element(static_cast<float>(d));
-      case data_type::fp64: return append_element(d);
-      default: return false;  // an integer type refuses a fraction
+  void array_opened() noexcept {
+    nested_ = false;
+    if (!here_ || arrays_count_ == max_data_arrays) {
+      too_many_arrays_ = true;
+      return;
     }
+    arrays_[arrays_count_] = {static_cast<std::size_t>(here_ - body_.data()), 0, req_.inputs.size() - 1, true};
   }
-  template <class F>
-  bool with_element_type(F& f) {
-    switch (element_) {
-      case data_type::uint8: return f(static_cast<std::uint8_t*>(nullptr));
-      case data_type::uint16: return f(static_cast<std::uint16_t*>(nullptr));
-      case data_type::uint32: return f(static_cast<std::uint32_t*>(nullptr));
-      case data_type::uint64: return f(static_cast<std::uint64_t*>(nullptr));
-      case data_type::int8: return f(static_cast<std::int8_t*>(nullptr));
-      case data_type::int16: return f(static_cast<std::int16_t*>(nullptr));
-      case data_type::int32: return f(static_cast<std::int32_t*>(nullptr));
-      case data_type::int64: return f(static_cast<std::int64_t*>(nullptr));
-      case data_type::fp32: return f(static_cast<float*>(nullptr));
-      case data_type::fp64: return f(static_cast<double*>(nullptr));
-      default: return false;
-    }
+  void array_closed() noexcept {
+    if (too_many_arrays_) return;
+    data_array& a = arrays_[arrays_count_++];
+    a.end = static_cast<std::size_t>(here_ - body_.data());
+    a.flat = !nested_;
   }
   // An input with its tensor in JSON: exactly as many elements as a valid, non-empty shape
   // has (an empty one's data the decoder does not read), within the input size limit.
@@ -424,12 +482,11 @@ class fast_request_handler : public sax_handler_base {
     infer_input& in = req_.inputs.back();
     const shape_result count = element_count(in.shape);
     const shape_result bytes = byte_size(in.shape, in.datatype);
-    if (!count || count.value == 0 || static_cast<std::uint64_t>(count.value) != data_count_ || !bytes ||
+    if (!count || count.value == 0 || static_cast<std::uint64_t>(count.value) != elements_.count() || !bytes ||
         static_cast<std::uint64_t>(bytes.value) > limits_.max_input_size)
       return false;
     in.encoding = tensor_encoding::json;
-    data_.resize(static_cast<std::size_t>(bytes.value));  // == data_count_ elements, checked above
-    in.data = tensor_data::own(std::exchange(data_, std::string()));
+    in.data = tensor_data::own(elements_.take(static_cast<std::size_t>(bytes.value)));
     return true;
   }
   // An input is complete: name, datatype, shape and binary_data_size (each once, as on_key saw
@@ -490,10 +547,12 @@ class fast_request_handler : public sax_handler_base {
   std::string_view param_name_;
   std::string param_name_copy_;
   bool have_inputs_ = false;
-  data_type element_ = data_type::invalid;  ///< the JSON input's datatype, while its data is read
-  std::string data_;             ///< the JSON input being read, as tensor bytes
-  std::uint64_t data_count_ = 0;  ///< its elements so far
-  std::size_t data_depth_ = 0;    ///< its arrays open
+  const char* here_ = nullptr;  ///< the plain reader's position at the last array event
+  data_array arrays_[max_data_arrays];
+  std::size_t arrays_count_ = 0;
+  bool too_many_arrays_ = false, nested_ = false;
+  json_elements elements_;      ///< the JSON input being read
+  std::size_t data_depth_ = 0;  ///< its arrays open
 };
 
 // --- Reading the header ---------------------------------------------------------------------
@@ -620,6 +679,10 @@ json_reading read_plain_json(std::string_view text, Handler& h) {
     ++p;
     return true;
   };
+  // Tells a handler that wants it where the reader is (before an array's begin and end).
+  auto position = [&] {
+    if constexpr (requires { h.at_position(p); }) h.at_position(p);
+  };
   auto number_start = [](char c) { return c == '-' || static_cast<unsigned char>(c - '0') < 10; };
   auto literal = [&](std::string_view word) {
     if (static_cast<std::size_t>(end - p) < word.size() || std::string_view(p, word.size()) != word) return false;
@@ -637,11 +700,13 @@ json_reading read_plain_json(std::string_view text, Handler& h) {
       case '[': {
         const bool object = *p == '{';
         if (depth == plain_json_depth) return json_reading::unsupported;
+        if (!object) position();
         if (!(object ? h.on_object_begin(ec) : h.on_array_begin(ec))) return json_reading::refused;
         ++p;
         skip_space();
         if (p != end && *p == (object ? '}' : ']')) {
           ++p;
+          if (!object) position();
           if (!(object ? h.on_object_end(0, ec) : h.on_array_end(0, ec))) return json_reading::refused;
           break;
         }
@@ -698,6 +763,7 @@ json_reading read_plain_json(std::string_view text, Handler& h) {
       ++p;
       const std::size_t n = top.count + 1;
       --depth;
+      if (!top.object) position();
       if (!(top.object ? h.on_object_end(n, ec) : h.on_array_end(n, ec))) return json_reading::refused;
     }
     continue;
@@ -721,14 +787,123 @@ inline bool header_in_bounds(std::string_view body, std::size_t header_length, c
   return header_length != 0 && header_length <= body.size() && !check_json_size(header_length, limits);
 }
 
+// --- The request memo -------------------------------------------------------------------
+//
+// A client's requests to a model repeat their header but for the tensors' data: names, types,
+// shapes, parameters, even the spacing, come again call after call, with new numbers in the
+// data arrays. The memo keeps the last header with tensors in JSON that the plain reader read,
+// and its decoding; a header that equals it outside its data arrays has only those arrays
+// read, each as the plain reader reads an array of numbers (read_number, the same element
+// rules, exactly the count its shape gives), and takes the rest from the decoding. Anything
+// else (another header, a nested array, a number the plain reader leaves to Boost.JSON) is
+// left to the fast path, which decides as before. The JSON fuzz target holds what the memo
+// gives to the full decoder's result.
+
+/// Space between JSON tokens.
+inline const char* skip_json_space(const char* p, const char* end) noexcept {
+  while (p != end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  return p;
+}
+
+class json_request_memo {
+ public:
+  /// Headers longer than this are not remembered.
+  static constexpr std::size_t max_header = 16 * 1024;
+
+  /// The decoding of `body` (a header of `header_length` bytes and nothing after it) when it
+  /// equals the header remembered outside the data arrays, under the same limits; otherwise
+  /// false, and `out` unspecified.
+  bool recall(std::string_view body, std::size_t header_length, const codec_limits& limits, infer_request& out) {
+    if (!valid_ || limits != limits_ || header_length != body.size() || !header_in_bounds(body, header_length, limits))
+      return false;
+    const char* p = body.data();
+    const char* const end = p + body.size();
+    auto same = [&](std::size_t from, std::size_t to) {  // header_[from, to) next in the body
+      const std::size_t n = to - from;
+      if (static_cast<std::size_t>(end - p) < n || std::memcmp(p, header_.data() + from, n) != 0) return false;
+      p += n;
+      return true;
+    };
+    out = skeleton_;
+    std::size_t from = 0;
+    for (const array& a : arrays_) {
+      if (!same(from, a.begin) || p == end || *p != '[') return false;
+      p = skip_json_space(p + 1, end);
+      elements_.start(a.type, a.bytes);
+      element_events events{elements_};
+      for (;;) {
+        boost::json::error_code ec;
+        if (p == end || !read_number(p, end, events, ec) || !p) return false;
+        p = skip_json_space(p, end);
+        if (p == end) return false;
+        if (*p == ']') break;
+        if (*p != ',') return false;
+        p = skip_json_space(p + 1, end);
+      }
+      ++p;
+      if (elements_.count() != a.count) return false;
+      out.inputs[a.input].data = tensor_data::own(elements_.take(a.bytes));
+      from = a.end;
+    }
+    return same(from, header_.size()) && p == end;
+  }
+
+  /// Remembers `header`, which the plain reader read into `decoded` (a request without error)
+  /// with its data arrays at `arrays`, when every input is in JSON with a flat array and the
+  /// header is not too long; otherwise forgets.
+  void remember(std::string_view header, const infer_request& decoded,
+                std::span<const fast_request_handler::data_array> arrays, const codec_limits& limits) {
+    valid_ = false;
+    if (header.size() > max_header || arrays.empty() || arrays.size() != decoded.inputs.size()) return;
+    arrays_.clear();
+    for (const auto& a : arrays) {
+      const infer_input& in = decoded.inputs[a.input];
+      if (!a.flat || in.encoding != tensor_encoding::json) return;
+      const std::size_t bytes = in.data.size();
+      arrays_.push_back({a.begin, a.end, a.input, in.datatype, bytes / element_size(in.datatype), bytes});
+    }
+    header_.assign(header);
+    skeleton_ = decoded;
+    for (auto& in : skeleton_.inputs) in.data = {};
+    limits_ = limits;
+    valid_ = true;
+  }
+
+ private:
+  struct array {
+    std::size_t begin, end;  ///< its '[' and just past its ']', in header_
+    std::size_t input;
+    data_type type;
+    std::uint64_t count;  ///< elements
+    std::size_t bytes;
+  };
+  // read_number's events, for an array of elements.
+  struct element_events {
+    json_elements& elements;
+    bool on_int64(std::int64_t v, sax_handler_base::sv, boost::json::error_code&) { return elements.on_int64(v); }
+    bool on_double(double d, sax_handler_base::sv, boost::json::error_code&) { return elements.on_double(d); }
+  };
+
+  bool valid_ = false;
+  codec_limits limits_;
+  std::string header_;
+  std::vector<array> arrays_;
+  infer_request skeleton_;  ///< the decoding, without the inputs' data
+  json_elements elements_;
+};
+
 /// The fast path with the plain reader only: `unsupported` where the header is not plain JSON.
+/// A request it decodes is remembered in `learn` when one is given.
 inline json_reading decode_fast_plain(std::string_view body, std::size_t header_length, const codec_limits& limits,
-                                      infer_request& out) {
+                                      infer_request& out, json_request_memo* learn = nullptr) {
   if (!header_in_bounds(body, header_length, limits)) return json_reading::refused;
   out = {};
   fast_request_handler h(body, header_length, limits, out);
   const json_reading r = read_plain_json(body.substr(0, header_length), h);
   if (r == json_reading::accepted && !h.finished()) return json_reading::refused;
+  std::span<const fast_request_handler::data_array> arrays;
+  if (learn && r == json_reading::accepted && header_length == body.size() && h.data_arrays(arrays))
+    learn->remember(body, out, arrays, limits);
   return r;
 }
 
@@ -749,9 +924,12 @@ inline bool decode_fast_boost(std::string_view body, std::size_t header_length, 
 
 /// Decodes `body` as decode_infer_request would when the header has the common shape above;
 /// returns false (and leaves `out` unspecified) when it does not, or when anything is wrong.
+/// With `memo`, a request with its tensors in JSON that the plain reader decodes is remembered
+/// there for the next one (json_request_memo::recall).
 inline bool try_decode_infer_request_fast(std::string_view body, std::size_t header_length,
-                                          const codec_limits& limits, infer_request& out) {
-  switch (detail::decode_fast_plain(body, header_length, limits, out)) {
+                                          const codec_limits& limits, infer_request& out,
+                                          detail::json_request_memo* memo = nullptr) {
+  switch (detail::decode_fast_plain(body, header_length, limits, out, memo)) {
     case detail::json_reading::accepted: return true;
     case detail::json_reading::refused: return false;
     case detail::json_reading::unsupported: break;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -304,4 +306,146 @@ TEST_CASE("fast request path: requests of plain JSON take the plain reader", "[v
     CHECK(o.fast);
     CHECK(o.same);
   }
+}
+
+namespace {
+// What the memo gives for `next` after the plain reader read `first` into it: nothing, or a
+// request, which must then be the full decoder's result for `next`.
+std::optional<infer_request> recall_after(const std::string& first, const std::string& next,
+                                          const codec_limits& limits = {}) {
+  reader::json_request_memo memo;
+  infer_request seen;
+  REQUIRE(try_decode_infer_request_fast(first, first.size(), limits, seen, &memo));
+  infer_request got;
+  if (!memo.recall(next, next.size(), limits, got)) return std::nullopt;
+  status st;
+  const infer_request full = decode_infer_request(next, next.size(), "m", st, limits);
+  CHECK_FALSE(st);
+  CHECK(got == full);
+  return got;
+}
+
+std::string two_inputs(const std::string& data0, const std::string& data1, const std::string& type = "INT32",
+                       const std::string& shape = "[1,4]") {
+  return R"({"id":"a","inputs":[{"name":"INPUT0","datatype":")" + type + R"(","shape":)" + shape +
+         R"(,"data":)" + data0 + R"(},{"name":"INPUT1","datatype":")" + type + R"(","shape":)" + shape +
+         R"(,"data":)" + data1 + R"(}],"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]})";
+}
+}  // namespace
+
+TEST_CASE("fast request path: a header that repeats the last one but for its data arrays reads only those",
+          "[v2][binary]") {
+  const std::string first = two_inputs("[1,2,3,4]", "[5,6,7,8]");
+  // New numbers, of other widths, with space anywhere between tokens.
+  for (const auto& [d0, d1] : std::vector<std::pair<std::string, std::string>>{
+           {"[1,2,3,4]", "[5,6,7,8]"},
+           {"[-2147483648,2147483647,0,-0]", "[10, 20, 30, 40]"},
+           {"[ 1 ,\n2 ,\t3 , 4 ]", "[123456789,-1,7,0]"}}) {
+    INFO(d0 << " " << d1);
+    const auto got = recall_after(first, two_inputs(d0, d1));
+    REQUIRE(got);
+    CHECK(got->inputs.size() == 2);
+    CHECK(got->inputs[0].data.size() == 16);
+  }
+  // Floating types, as the plain reader reads their numbers.
+  CHECK(recall_after(two_inputs("[1.5,2,3,4]", "[0,0,0,0]", "FP32"), two_inputs("[0.1,-2e-3,3E2,4]", "[1,1,1,1.25]", "FP32")));
+  CHECK(recall_after(two_inputs("[1.5,2,3,4]", "[0,0,0,0]", "FP64"), two_inputs("[0.1,-2e-3,3E2,4]", "[1,1,1,1.25]", "FP64")));
+  CHECK(recall_after(two_inputs("[1,2,3,4]", "[0,0,0,0]", "UINT8"), two_inputs("[255,0,1,2]", "[3,4,5,6]", "UINT8")));
+
+  // Everything else is left to the fast path: another header outside the arrays, another
+  // count, a nested array, a number out of range or of the wrong kind, a number the plain
+  // reader leaves to Boost.JSON, text after the header, a broken array.
+  for (const std::string& next : {
+           two_inputs("[1,2,3]", "[5,6,7,8]"), two_inputs("[1,2,3,4,5]", "[5,6,7,8]"),
+           two_inputs("[[1,2],[3,4]]", "[5,6,7,8]"), two_inputs("[1,2,3,2147483648]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,4.5]", "[5,6,7,8]"), two_inputs("[1,2,3,1e30]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,01]", "[5,6,7,8]"), two_inputs("[1,2,3,4,]", "[5,6,7,8]"),
+           two_inputs("[1,2,3 4]", "[5,6,7,8]"), two_inputs("[1,2,3,4", "[5,6,7,8]"),
+           two_inputs("[1,2,3,\"4\"]", "[5,6,7,8]"), two_inputs("[1,2,3,null]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,4]", "[5,6,7,8]", "INT64"), two_inputs("[1,2,3,4]", "[5,6,7,8]", "INT32", "[4,1]"),
+           two_inputs("[1,2,3,4]", "[5,6,7,8]") + " ", two_inputs("[1,2,3,4]", "[5,6,7,8]").substr(1),
+           std::string("{}"), std::string(""), std::string("[1,2,3,4]")}) {
+    INFO(next);
+    CHECK_FALSE(recall_after(first, next));
+  }
+  // Not remembered: a header with nested data, one with an input in binary, and under other
+  // limits the memo gives nothing.
+  {
+    reader::json_request_memo memo;
+    infer_request r;
+    const std::string nested = two_inputs("[[1,2],[3,4]]", "[5,6,7,8]", "INT32", "[2,2]");
+    REQUIRE(try_decode_infer_request_fast(nested, nested.size(), {}, r, &memo));
+    CHECK_FALSE(memo.recall(nested, nested.size(), {}, r));
+    const std::string mixed = R"({"inputs":[{"name":"A","datatype":"INT32","shape":[1],"data":[1]},)" + in0 + "]}";
+    std::string body = mixed + std::string(64, 'x');
+    REQUIRE(try_decode_infer_request_fast(body, mixed.size(), {}, r, &memo));
+    CHECK_FALSE(memo.recall(body, mixed.size(), {}, r));
+    REQUIRE(try_decode_infer_request_fast(first, first.size(), {}, r, &memo));
+    CHECK(memo.recall(first, first.size(), {}, r));
+    codec_limits other;
+    other.max_input_size = 1000;
+    CHECK_FALSE(memo.recall(first, first.size(), other, r));
+    CHECK_FALSE(memo.recall(first + "  ", first.size(), {}, r));  // bytes after the header
+  }
+  // The values themselves: what the arrays say, in the tensor's bytes.
+  const auto got = recall_after(first, two_inputs("[-1,0,1,2]", "[3,4,5,2147483647]"));
+  REQUIRE(got);
+  const auto* v = reinterpret_cast<const std::int32_t*>(got->inputs[1].data.bytes().data());
+  CHECK(v[3] == 2147483647);
+}
+
+TEST_CASE("fast request path: the memo reads every data array as the plain reader would", "[v2][binary]") {
+  // Headers of one skeleton with random numbers, spacing and types: the memo recalls a header
+  // exactly when the plain reader accepts it, and gives what the full decoder gives.
+  std::mt19937_64 rng(20261128);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<std::string> types = {"INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16",
+                                          "UINT32", "UINT64", "FP32", "FP64"};
+  const std::vector<std::string> numbers = {
+      "0", "-0", "1", "-1", "127", "128", "-129", "255", "256", "32767", "-32769", "65535", "65536",
+      "2147483647", "2147483648", "-2147483649", "4294967295", "4294967296", "999999999999999999",
+      "-999999999999999999", "1234567890123456789", "0.5", "-2.25", "1e3", "1E-3", "3.4028235e38", "1e22",
+      "1e23", "0.1234567890123456", "01", "1.", "-", "\"1\"", "true"};
+  const std::vector<std::string> spaces = {"", "", "", " ", "  ", "\n", "\t "};
+  auto array = [&](std::size_t count) {
+    std::string a = "[" + spaces[pick(spaces.size())];
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i) a += spaces[pick(spaces.size())] + "," + spaces[pick(spaces.size())];
+      a += pick(4) == 0 ? numbers[pick(numbers.size())] : std::to_string(static_cast<int>(pick(200)) - 100);
+    }
+    return a + spaces[pick(spaces.size())] + "]";
+  };
+  int recalled = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::string type0 = types[pick(types.size())], type1 = types[pick(types.size())];
+    const std::size_t n0 = 1 + pick(6), n1 = 1 + pick(6);
+    auto header = [&] {
+      return R"({"inputs": [{"name": "A", "datatype": ")" + type0 + R"(", "shape": [)" + std::to_string(n0) +
+             R"(], "data": )" + array(n0) + R"(}, {"name": "B", "datatype": ")" + type1 + R"(", "shape": [)" +
+             std::to_string(n1) + R"(], "data": )" + array(n1) + "}]}";
+    };
+    reader::json_request_memo memo;
+    infer_request seen;
+    const std::string first = header();
+    // (Remembered when the plain reader reads it; Boost.JSON's parser reads no positions.)
+    if (reader::decode_fast_plain(first, first.size(), {}, seen, &memo) != reader::json_reading::accepted) continue;
+    for (int k = 0; k < 20; ++k) {
+      const std::string next = header();
+      INFO(first << "\n" << next);
+      infer_request got, plain;
+      const bool hit = memo.recall(next, next.size(), {}, got);
+      // The same skeleton (spacing outside the arrays included) with flat arrays: recalled
+      // exactly where the plain reader accepts it. (Nested data the memo leaves to it.)
+      const bool accepted = reader::decode_fast_plain(next, next.size(), {}, plain) == reader::json_reading::accepted;
+      CHECK(hit == accepted);
+      if (hit) {
+        ++recalled;
+        status st;
+        const infer_request full = decode_infer_request(next, next.size(), "m", st);
+        CHECK_FALSE(st);
+        CHECK(got == full);
+      }
+    }
+  }
+  CHECK(recalled > 300);  // (432 with this seed: the test is not vacuous)
 }
