@@ -121,6 +121,7 @@ struct thread_memo {
   request_memo requests;
   v2::detail::json_request_memo json_requests;
   v2::detail::response_header_memo responses;
+  std::vector<std::size_t> json_data;  ///< where the last response encoded has its JSON data
   ~thread_memo() { memo_gone = true; }
 };
 thread_local thread_memo memo_of_thread;
@@ -388,11 +389,12 @@ reply endpoints::encode(infer_job& job) {
   for (auto& o : job.response.outputs)
     if (o.encoding != v2::tensor_encoding::shared_memory) o.encoding = v2::output_encoding(job.request, o.name);
   // A model's responses to a client repeat their header: the last one this thread encoded
-  // is not written again.
+  // is not written again (but for the data arrays of outputs in JSON).
   v2::detail::response_header_memo& memo = memo_of_thread.responses;
   if (!memo.recall(job.response, job.encoded)) {
-    if (auto st = v2::encode_infer_response(job.response, job.encoded)) return error_reply(st);
-    memo.remember(job.response, job.encoded.header);
+    std::vector<std::size_t>& json_data = memo_of_thread.json_data;
+    if (auto st = v2::encode_infer_response(job.response, job.encoded, &json_data)) return error_reply(st);
+    memo.remember(job.response, job.encoded.header, json_data);
   }
   reply rep;
   const bool binary = job.encoded.has_binary_data();

@@ -8,16 +8,48 @@
 // client does, twice: the second decoding, which may come from the client's memo of the last
 // header, must equal the full decoder's.
 #include <inferwire/http/client.hpp>
+#include <inferwire/v2/detail/header_memo.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #if !INFERWIRE_HEADER_ONLY
 #error "the fuzz target compiles the client's bodies (header-only mode)"
 #endif
+
+namespace {
+// The server's memo of the last response header, on what the client decoded: the response
+// encoded and remembered, then recalled with the data of its outputs in JSON changed (bytes
+// reversed), must encode as the encoder writes it.
+void check_response_memo(const inferwire::v2::infer_response& decoded) {
+  namespace v2 = inferwire::v2;
+  v2::infer_response r = decoded;
+  v2::encoded_body first;
+  std::vector<std::size_t> json_data;
+  if (v2::encode_infer_response(r, first, &json_data)) return;
+  v2::detail::response_header_memo memo;
+  memo.remember(r, first.header, json_data);
+  std::vector<std::string> changed;
+  changed.reserve(r.outputs.size());
+  for (auto& o : r.outputs) {
+    if (o.encoding != v2::tensor_encoding::json) continue;
+    const auto b = o.data.str();
+    changed.emplace_back(b.rbegin(), b.rend());
+    o.data = v2::tensor_data::view(changed.back());
+  }
+  for (const v2::infer_response* x : {&decoded, static_cast<const v2::infer_response*>(&r)}) {
+    v2::encoded_body recalled, encoded;
+    if (!memo.recall(*x, recalled)) continue;
+    if (v2::encode_infer_response(*x, encoded) || recalled.header != encoded.header ||
+        recalled.segments.size() != encoded.segments.size())
+      __builtin_trap();
+  }
+}
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace detail = inferwire::http::detail;
@@ -68,6 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto reference = inferwire::v2::decode_infer_response(again.body(), r.header_length, full);
   if (bool(first) != bool(second) || bool(second) != bool(full)) __builtin_trap();
   if (!second && !(again.response() == reference)) __builtin_trap();
+  if (!full) check_response_memo(reference);
   (void)detail::parse_infer(r, ec);
   return 0;
 }

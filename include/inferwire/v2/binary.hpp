@@ -99,8 +99,11 @@ inline status deduce_raw_input(infer_request& request, std::string_view model,
 INFERWIRE_DECL tensor_encoding output_encoding(const infer_request& request, std::string_view name);
 
 /// Encodes a response (server side). Each output is written as its `encoding` says; the data
-/// of binary outputs is referenced, not copied.
-INFERWIRE_DECL status encode_infer_response(const infer_response& response, encoded_body& out);
+/// of binary outputs is referenced, not copied. With `json_data`, it also gets where each
+/// output in JSON has its data array in the header: its first and one-past-last offsets, in
+/// order (for detail::response_header_memo).
+INFERWIRE_DECL status encode_infer_response(const infer_response& response, encoded_body& out,
+                                            std::vector<std::size_t>* json_data = nullptr);
 INFERWIRE_DECL encoded_body encode_infer_response(const infer_response& response);
 
 /// Decodes a response body (client side). `header_length` is the response's

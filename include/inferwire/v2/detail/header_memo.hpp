@@ -13,11 +13,14 @@
 #ifndef INFERWIRE_V2_DETAIL_HEADER_MEMO_HPP
 #define INFERWIRE_V2_DETAIL_HEADER_MEMO_HPP
 
+#include <inferwire/core/shape.hpp>
 #include <inferwire/v2/binary.hpp>
+#include <inferwire/v2/json_codec.hpp>
 #include <inferwire/v2/types.hpp>
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,31 +87,52 @@ class header_memo {
 
 /// The last infer response header encoded, for the next response that differs from it only in
 /// its outputs' data bytes. A model's responses to one client repeat everything else (id,
-/// names, types, shapes, sizes, parameters), and the header is a function of exactly those:
-/// such a response takes the header remembered and only has its binary segments listed.
-/// Responses with an output in JSON (its data is in the header) are not remembered.
+/// names, types, shapes, sizes, parameters), and the header is a function of exactly those
+/// and of the data of its outputs in JSON: such a response takes the header remembered, with
+/// the data arrays of its outputs in JSON written anew in their places, and has its binary
+/// segments listed.
 class response_header_memo {
  public:
   /// Headers longer than this are not remembered.
   static constexpr std::size_t max_header = 4096;
 
   /// `out` as encode_infer_response would write it for `r`, when `r` encodes to the header
-  /// remembered; otherwise false, `out` untouched.
+  /// remembered but for its JSON data; otherwise false, `out` unspecified.
   bool recall(const infer_response& r, encoded_body& out) const {
     if (!valid_ || !same_header(r)) return false;
-    out.header.assign(header_);
     out.segments.clear();
+    if (json_data_.empty()) {
+      out.header.assign(header_);
+    } else {
+      out.header.clear();
+      std::size_t from = 0, k = 0;
+      for (const auto& o : r.outputs) {
+        if (o.encoding != tensor_encoding::json) continue;
+        out.header.append(header_, from, json_data_[k] - from);
+        // The shape is the one the header was written for, so its count is valid; an element
+        // the encoder refuses (BYTES that are not UTF-8) goes back to the encoder for its error.
+        const shape_result count = element_count(o.shape);
+        if (!count || append_json_tensor_data(out.header, o.datatype, o.data.bytes(), count.value, o.name)) return false;
+        from = json_data_[k + 1];
+        k += 2;
+      }
+      out.header.append(header_, from);
+    }
     for (const auto& o : r.outputs)
       if (o.encoding == tensor_encoding::binary && !o.data.empty()) out.segments.push_back(o.data.bytes());
     return true;
   }
 
-  /// Remembers `header`, what encode_infer_response wrote for `r`.
-  void remember(const infer_response& r, std::string_view header) {
+  /// Remembers `header`, what encode_infer_response wrote for `r`, with `json_data`, where it
+  /// wrote the data arrays of the outputs in JSON (its `json_data`): a response with outputs in
+  /// JSON is remembered only with them.
+  void remember(const infer_response& r, std::string_view header, std::span<const std::size_t> json_data = {}) {
     valid_ = false;
     if (header.size() > max_header) return;
-    for (const auto& o : r.outputs)
-      if (o.encoding == tensor_encoding::json) return;
+    std::size_t json = 0;
+    for (const auto& o : r.outputs) json += o.encoding == tensor_encoding::json;
+    if (json_data.size() != 2 * json) return;
+    json_data_.assign(json_data.begin(), json_data.end());
     skeleton_.id = r.id;
     skeleton_.model_name = r.model_name;
     skeleton_.model_version = r.model_version;
@@ -153,6 +177,7 @@ class response_header_memo {
   std::string header_;
   infer_response skeleton_;  ///< outputs without data
   std::vector<std::size_t> sizes_;  ///< each output's data size
+  std::vector<std::size_t> json_data_;  ///< the JSON outputs' data arrays in header_, [first, last) each
 };
 
 }  // namespace inferwire::v2::detail

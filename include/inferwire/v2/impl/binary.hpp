@@ -603,10 +603,12 @@ INFERWIRE_DECL tensor_encoding output_encoding(const infer_request& request, std
   return request.binary_data_output() ? tensor_encoding::binary : tensor_encoding::json;
 }
 
-INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_body& out) {
+INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_body& out,
+                                            std::vector<std::size_t>* json_data) {
   std::string& h = out.header;
   h.clear();
   out.segments.clear();
+  if (json_data) json_data->clear();
   h.reserve(128 + 96 * r.outputs.size());
   out.segments.reserve(r.outputs.size());
   using detail::append_literal;
@@ -646,8 +648,13 @@ INFERWIRE_DECL status encode_infer_response(const infer_response& r, encoded_bod
           return {errc::internal, "Failed to write 'data' field: output tensor shape does not "
                                   "match size of output for '" + o.name + "'"};
         append_literal(h, ",\"data\":");
+        const std::size_t data_begin = h.size();
         status st = append_json_tensor_data(h, o.datatype, o.data.bytes(), count.value, o.name);
         if (st) return st;
+        if (json_data) {
+          json_data->push_back(data_begin);
+          json_data->push_back(h.size());
+        }
       }
     }
     h += '}';
