@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
               "%.2fx  (target: constant time)\n",
               decode_big * 1e6, decode_mid * 1e6, decode_big / decode_mid);
   std::printf("    decode 64 MiB vs memcpy of it: %.6f of the memcpy time\n", decode_big / big_copy);
-  // (c) JSON tensors: the fast path's two readers and the full decoder ----------------------
+  // (c) JSON tensors: the fast path's two readers, the full decoder and the request memo ----
   auto json_request = [](const char* datatype, auto value) {
     std::string h = R"({"inputs":[)";
     for (const char* name : {"INPUT0", "INPUT1"}) {
@@ -169,9 +169,16 @@ int main(int argc, char** argv) {
     return h + "]}";
   };
   std::printf("(c) JSON tensors, decode per request (fast path readers against the full decoder)\n");
-  for (const auto& [what, header] :
-       {std::pair{"simple, INT32", json_request("INT32", [](int i) { return std::to_string(i * 7 + 3); })},
-        std::pair{"FP32", json_request("FP32", [](int i) { return std::to_string(i) + ".25"; })}}) {
+  struct json_case {
+    const char* what;
+    std::string header;
+    std::string other;  ///< the same header with other numbers, for the request memo
+  };
+  for (const auto& [what, header, other] :
+       {json_case{"simple, INT32", json_request("INT32", [](int i) { return std::to_string(i * 7 + 3); }),
+                  json_request("INT32", [](int i) { return std::to_string(i * 11 + 2); })},
+        json_case{"FP32", json_request("FP32", [](int i) { return std::to_string(i) + ".25"; }),
+                  json_request("FP32", [](int i) { return std::to_string(i) + ".75"; })}}) {
     const v2::codec_limits limits;
     v2::infer_request out;
     namespace reader = v2::detail;
@@ -183,10 +190,21 @@ int main(int argc, char** argv) {
     const double sax = time_per_call([&] { g_sink = g_sink + reader::decode_fast_boost(header, header.size(), limits, out); });
     const double fast = time_per_call([&] { g_sink = g_sink + v2::try_decode_infer_request_fast(header, header.size(), limits, out); });
     const bool plain = reader::decode_fast_plain(header, header.size(), limits, out) == reader::json_reading::accepted;
+    // The request memo: the header remembered, then the two headers recalled in turn (each
+    // differs from the other only in its numbers).
+    v2::detail::json_request_memo memo;
+    (void)v2::try_decode_infer_request_fast(header, header.size(), limits, out, &memo);
+    bool recalled = true;
+    int turn = 0;
+    const double memo_time = time_per_call([&] {
+      const std::string& h = (turn++ & 1) ? header : other;
+      recalled = recalled && memo.recall(h, h.size(), limits, out);
+      g_sink = g_sink + out.inputs.size();
+    });
     std::printf("    %-14s %3zu-byte header: full %.3f us, Boost.JSON SAX %.3f us, fast path %.3f us (%s): "
-                "fast path / SAX %.2fx, / full %.2fx\n",
+                "fast path / SAX %.2fx, / full %.2fx; memo recall %.3f us (%s), / fast path %.2fx\n",
                 what, header.size(), full * 1e6, sax * 1e6, fast * 1e6, plain ? "plain reader" : "SAX", fast / sax,
-                fast / full);
+                fast / full, memo_time * 1e6, recalled ? "every call" : "NOT ALWAYS", memo_time / fast);
   }
   return 0;
 }

@@ -166,7 +166,7 @@ class fast_request_handler : public sax_handler_base {
   /// The data arrays in text order; false when they are not known (Boost.JSON's parser read the
   /// header, or there were more than max_data_arrays).
   bool data_arrays(std::span<const data_array>& out) const noexcept {
-    if (!here_ || too_many_arrays_) return false;
+    if (!here_ || arrays_unknown_) return false;
     out = std::span<const data_array>(arrays_, arrays_count_);
     return true;
   }
@@ -461,13 +461,13 @@ class fast_request_handler : public sax_handler_base {
   void array_opened() noexcept {
     nested_ = false;
     if (!here_ || arrays_count_ == max_data_arrays) {
-      too_many_arrays_ = true;
+      arrays_unknown_ = true;
       return;
     }
     arrays_[arrays_count_] = {static_cast<std::size_t>(here_ - body_.data()), 0, req_.inputs.size() - 1, true};
   }
   void array_closed() noexcept {
-    if (too_many_arrays_) return;
+    if (arrays_unknown_) return;
     data_array& a = arrays_[arrays_count_++];
     a.end = static_cast<std::size_t>(here_ - body_.data());
     a.flat = !nested_;
@@ -550,7 +550,7 @@ class fast_request_handler : public sax_handler_base {
   const char* here_ = nullptr;  ///< the plain reader's position at the last array event
   data_array arrays_[max_data_arrays];
   std::size_t arrays_count_ = 0;
-  bool too_many_arrays_ = false, nested_ = false;
+  bool arrays_unknown_ = false, nested_ = false;
   json_elements elements_;      ///< the JSON input being read
   std::size_t data_depth_ = 0;  ///< its arrays open
 };
@@ -645,6 +645,13 @@ template <class Handler>
   return h.on_double(d, sv(first, static_cast<std::size_t>(p - first)), ec);
 }
 
+/// Past the space between JSON tokens (most places have none: one comparison tells).
+inline const char* skip_json_space(const char* p, const char* end) noexcept {
+  while (p != end && static_cast<unsigned char>(*p) <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+    ++p;
+  return p;
+}
+
 /// The bytes a plain string holds: printable ASCII but the quote and the backslash.
 inline constexpr auto plain_string_byte = [] {
   std::array<bool, 256> plain{};
@@ -664,12 +671,7 @@ json_reading read_plain_json(std::string_view text, Handler& h) {
   };
   open_container stack[plain_json_depth];
   int depth = 0;
-  // (Most places have no space: one comparison tells.)
-  auto skip_space = [&] {
-    while (p != end && static_cast<unsigned char>(*p) <= ' ' &&
-           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-      ++p;
-  };
+  auto skip_space = [&] { p = skip_json_space(p, end); };
   // A string at p (its opening quote): printable ASCII up to the closing quote, no escapes.
   auto read_string = [&](sv& out) {
     const char* const first = ++p;
@@ -799,12 +801,6 @@ inline bool header_in_bounds(std::string_view body, std::size_t header_length, c
 // left to the fast path, which decides as before. The JSON fuzz target holds what the memo
 // gives to the full decoder's result.
 
-/// Space between JSON tokens.
-inline const char* skip_json_space(const char* p, const char* end) noexcept {
-  while (p != end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-  return p;
-}
-
 class json_request_memo {
  public:
   /// Headers longer than this are not remembered.
@@ -833,7 +829,7 @@ class json_request_memo {
       element_events events{elements_};
       for (;;) {
         boost::json::error_code ec;
-        if (p == end || !read_number(p, end, events, ec) || !p) return false;
+        if (p == end || !read_number(p, end, events, ec)) return false;  // (p null: not plain)
         p = skip_json_space(p, end);
         if (p == end) return false;
         if (*p == ']') break;
