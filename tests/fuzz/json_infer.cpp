@@ -18,6 +18,9 @@ void check_memo(std::string_view first, std::string_view next) {
   inferwire::v2::detail::json_request_memo memo;
   inferwire::v2::infer_request seen, recalled;
   if (!inferwire::v2::try_decode_infer_request_fast(first, first.size(), {}, seen, &memo)) return;
+  inferwire::status first_st;  // remembering lends the data out and takes it back
+  if (!fuzz::same(seen, inferwire::v2::decode_infer_request(first, first.size(), "model", first_st)) || first_st)
+    __builtin_trap();
   for (std::string_view text : {first, next}) {
     if (!memo.recall(text, text.size(), {}, recalled)) continue;
     inferwire::status st;

@@ -846,8 +846,9 @@ class json_request_memo {
 
   /// Remembers `header`, which the plain reader read into `decoded` (a request without error)
   /// with its data arrays at `arrays`, when every input is in JSON with a flat array and the
-  /// header is not too long; otherwise forgets.
-  void remember(std::string_view header, const infer_request& decoded,
+  /// header is not too long; otherwise forgets. (`decoded` lends its tensors' data for the
+  /// time of the copy, so that they are not copied; it has them back on return.)
+  void remember(std::string_view header, infer_request& decoded,
                 std::span<const fast_request_handler::data_array> arrays, const codec_limits& limits) {
     valid_ = false;
     if (header.size() > max_header || arrays.empty() || arrays.size() != decoded.inputs.size()) return;
@@ -859,8 +860,16 @@ class json_request_memo {
       arrays_.push_back({a.begin, a.end, a.input, in.datatype, bytes / element_size(in.datatype), bytes});
     }
     header_.assign(header);
+    lent_.resize(decoded.inputs.size());
+    auto swap_data = [&] {
+      for (std::size_t i = 0; i < lent_.size(); ++i) std::swap(lent_[i], decoded.inputs[i].data);
+    };
+    swap_data();
+    struct give_back {
+      decltype(swap_data)& back;
+      ~give_back() { back(); }  // also when the copy throws
+    } guard{swap_data};
     skeleton_ = decoded;
-    for (auto& in : skeleton_.inputs) in.data = {};
     limits_ = limits;
     valid_ = true;
   }
@@ -885,6 +894,7 @@ class json_request_memo {
   std::string header_;
   std::vector<array> arrays_;
   infer_request skeleton_;  ///< the decoding, without the inputs' data
+  std::vector<tensor_data> lent_;  ///< (empty between calls of remember)
   json_elements elements_;
 };
 

@@ -316,6 +316,8 @@ std::optional<infer_request> recall_after(const std::string& first, const std::s
   reader::json_request_memo memo;
   infer_request seen;
   REQUIRE(try_decode_infer_request_fast(first, first.size(), limits, seen, &memo));
+  status first_st;  // (remembering lends the data out and takes it back)
+  CHECK(seen == decode_infer_request(first, first.size(), "m", first_st, limits));
   infer_request got;
   if (!memo.recall(next, next.size(), limits, got)) return std::nullopt;
   status st;
