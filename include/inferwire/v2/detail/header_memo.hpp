@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // inferwire/v2/detail/header_memo.hpp — the last binary message header decoded, and its
 // decoding, for the next message with the same header bytes; the last response header
-// encoded, for the next response that encodes to the same bytes.
+// encoded, for the next response that encodes to the same bytes but for the data arrays of
+// its outputs in JSON. (Requests with tensors in JSON have a memo of their own:
+// json_request_memo in fast_request.hpp.)
 //
 // Requests of one client to one model, and that model's replies, repeat their JSON header byte
 // for byte (names, types, shapes, binary sizes) call after call. Identical bytes decode
