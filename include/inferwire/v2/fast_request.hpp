@@ -808,7 +808,7 @@ class json_request_memo {
 
   /// The decoding of `body` (a header of `header_length` bytes and nothing after it) when it
   /// equals the header remembered outside the data arrays, under the same limits; otherwise
-  /// false, and `out` unspecified.
+  /// false, and `out` untouched.
   bool recall(std::string_view body, std::size_t header_length, const codec_limits& limits, infer_request& out) {
     if (!valid_ || limits != limits_ || header_length != body.size() || !header_in_bounds(body, header_length, limits))
       return false;
@@ -820,9 +820,11 @@ class json_request_memo {
       p += n;
       return true;
     };
-    out = skeleton_;
+    // The arrays are read first; the decoding is copied only for a header that is recalled.
+    taken_.resize(arrays_.size());
     std::size_t from = 0;
-    for (const array& a : arrays_) {
+    for (std::size_t k = 0; k < arrays_.size(); ++k) {
+      const array& a = arrays_[k];
       if (!same(from, a.begin) || p == end || *p != '[') return false;
       p = skip_json_space(p + 1, end);
       elements_.start(a.type, a.bytes);
@@ -838,10 +840,14 @@ class json_request_memo {
       }
       ++p;
       if (elements_.count() != a.count) return false;
-      out.inputs[a.input].data = tensor_data::own(elements_.take(a.bytes));
+      taken_[k] = elements_.take(a.bytes);
       from = a.end;
     }
-    return same(from, header_.size()) && p == end;
+    if (!same(from, header_.size()) || p != end) return false;
+    out = skeleton_;
+    for (std::size_t k = 0; k < arrays_.size(); ++k)
+      out.inputs[arrays_[k].input].data = tensor_data::own(std::move(taken_[k]));
+    return true;
   }
 
   /// Remembers `header`, which the plain reader read into `decoded` (a request without error)
@@ -895,6 +901,7 @@ class json_request_memo {
   std::vector<array> arrays_;
   infer_request skeleton_;  ///< the decoding, without the inputs' data
   std::vector<tensor_data> lent_;  ///< (empty between calls of remember)
+  std::vector<std::string> taken_;  ///< the arrays read by recall, until the header is recalled
   json_elements elements_;
 };
 

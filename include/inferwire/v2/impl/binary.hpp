@@ -134,21 +134,8 @@ INFERWIRE_DECL void append_parameters_object(std::string& h, const parameter_map
 }
 
 INFERWIRE_DECL void append_shape(std::string& h, std::span<const std::int64_t> shape) {
-  // Written into a block on the stack and appended a block at a time (once, for most shapes).
-  constexpr std::size_t widest = 21;  // a comma, a sign and 19 digits
-  char block[256];
-  char* at = block;
-  *at++ = '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (at + widest + 1 > block + sizeof block) {  // an element and the ']'
-      h.append(block, static_cast<std::size_t>(at - block));
-      at = block;
-    }
-    if (i) *at++ = ',';
-    at = std::to_chars(at, block + sizeof block, shape[i]).ptr;
-  }
-  *at++ = ']';
-  h.append(block, static_cast<std::size_t>(at - block));
+  // As an INT64 tensor's JSON data is written: a block at a time (once, for most shapes).
+  append_fixed_array<std::int64_t>(h, std::as_bytes(shape), shape.size());
 }
 
 // The members of an input or output parameters object that are consumed as typed fields.
