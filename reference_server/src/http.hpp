@@ -6,6 +6,7 @@
 //   service, and encodes the reply. Nothing in it knows about sockets.
 #pragma once
 
+#include "field_allocator.hpp"
 #include "server.hpp"
 #include "reply_queue.hpp"
 #include "service.hpp"
@@ -25,6 +26,7 @@
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,7 +69,10 @@ struct growing_body {
     value_type& body_;
   };
 };
-using request_t = bhttp::request<growing_body>;
+/// Fields of parsed requests come from each thread's spare blocks (field_allocator.hpp).
+using request_fields = bhttp::basic_fields<field_allocator<char>>;
+using request_t = bhttp::request<growing_body, request_fields>;
+using request_parser = bhttp::parser<true, growing_body, field_allocator<char>>;
 
 /// A request body read outside the parser (large bodies). Memory follows the bytes received,
 /// never the length announced: the buffer starts small and doubles as bytes arrive (an
@@ -116,7 +121,7 @@ struct reply {
   std::optional<std::size_t> header_length;
   std::vector<std::pair<std::string, std::string>> fields;
   std::string body;
-  std::vector<net::const_buffer> extra;
+  std::vector<std::span<const std::byte>> extra;  ///< sent after `body` (a binary reply's tensors)
   std::shared_ptr<void> owner;
   bool close = false;
   std::shared_ptr<trace_record> trace;  ///< a traced inference: sending is stamped, then it is written

@@ -242,8 +242,13 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     read_some(room);  // interrupted, or the set cannot take it: Asio's read
   }
 
+  // A line of the header that starts with a space or a tab continues the one before it (one
+  // pass over the line ends).
   static bool folded(std::string_view header) {
-    return header.find("\r\n ") != std::string_view::npos || header.find("\r\n\t") != std::string_view::npos;
+    for (std::size_t at = header.find('\n'); at != std::string_view::npos && at + 1 < header.size();
+         at = header.find('\n', at + 1))
+      if (at > 0 && header[at - 1] == '\r' && (header[at + 1] == ' ' || header[at + 1] == '\t')) return true;
+    return false;
   }
 
   void refuse_folding() {
@@ -508,30 +513,37 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     const bool keep = keep_alive_ && !reply_.close && !s_.exiting;
     std::size_t length = reply_.body.size();
     for (const auto& b : reply_.extra) length += b.size();
+    // The head: literals and fields appended with their lengths known (the status line of a
+    // 200 in one piece), numbers written in place.
+    using namespace std::string_view_literals;
+    char digits[24];
+    auto number = [&digits](std::size_t n) {
+      return std::string_view(digits, static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, n).ptr - digits));
+    };
     head_.clear();
-    head_.append("HTTP/1.1 ").append(std::to_string(reply_.status)).append(" ");
-    head_.append(bhttp::obsolete_reason(static_cast<bhttp::status>(reply_.status))).append("\r\n");
-    if (!reply_.content_type.empty())
-      head_.append("Content-Type: ").append(reply_.content_type).append("\r\n");
-    if (reply_.header_length) {
-      head_.append(inferwire::v2::header_length_field).append(": ");
-      char digits[24];
-      auto end = std::to_chars(digits, digits + sizeof digits, *reply_.header_length).ptr;
-      head_.append(digits, end).append("\r\n");
+    if (reply_.status == 200) {
+      head_.append("HTTP/1.1 200 OK\r\n"sv);
+    } else {
+      head_.append("HTTP/1.1 "sv).append(number(reply_.status)).append(" "sv);
+      head_.append(bhttp::obsolete_reason(static_cast<bhttp::status>(reply_.status))).append("\r\n"sv);
     }
-    for (const auto& [k, v] : reply_.fields) head_.append(k).append(": ").append(v).append("\r\n");
-    if (!keep) head_.append("Connection: close\r\n");
+    if (!reply_.content_type.empty())
+      head_.append("Content-Type: "sv).append(reply_.content_type).append("\r\n"sv);
+    if (reply_.header_length)
+      head_.append(inferwire::v2::header_length_field).append(": "sv).append(number(*reply_.header_length)).append("\r\n"sv);
+    for (const auto& [k, v] : reply_.fields) head_.append(k).append(": "sv).append(v).append("\r\n"sv);
+    if (!keep) head_.append("Connection: close\r\n"sv);
     if (reply_.stream) {
-      head_.append("Transfer-Encoding: chunked\r\n\r\n");
+      head_.append("Transfer-Encoding: chunked\r\n\r\n"sv);
       return start_stream(keep);
     }
-    head_.append("Content-Length: ").append(std::to_string(length)).append("\r\n\r\n");
+    head_.append("Content-Length: "sv).append(number(length)).append("\r\n\r\n"sv);
     buffers_.clear();
     buffers_.push_back(net::buffer(head_));
     // A reply to HEAD has the headers GET would have, and never a body (RFC 9110 §9.3.2).
     if (!head_request_) {
       if (!reply_.body.empty()) buffers_.push_back(net::buffer(reply_.body));
-      buffers_.insert(buffers_.end(), reply_.extra.begin(), reply_.extra.end());
+      for (auto seg : reply_.extra) buffers_.push_back(net::buffer(seg.data(), seg.size()));
     }
     if (reply_.trace) reply_.trace->stamp_now("HTTP_SEND_START");
     // A reply that fits in the socket's send buffer (nearly all of them) goes out in one
@@ -728,7 +740,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   ready_set* ready_set_ = nullptr;  ///< its I/O thread's (not for the metrics port's connections)
   bool drained_ = false;        ///< its last read was short: the socket had nothing more
   bool own_read_ = false;       ///< the next read is read_reported's, not Asio's
-  std::optional<bhttp::request_parser<growing_body>> parser_;
+  std::optional<rest::request_parser> parser_;
   std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
   std::size_t chunks_ = 0;
   std::uint64_t chunked_bytes_ = 0;  ///< the chunked body's bytes so far

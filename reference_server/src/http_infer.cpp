@@ -412,8 +412,7 @@ reply endpoints::encode(infer_job& job) {
     }
   }
   rep.body = std::move(job.encoded.header);
-  rep.extra.reserve(job.encoded.segments.size());
-  for (auto seg : job.encoded.segments) rep.extra.push_back(net::buffer(seg.data(), seg.size()));
+  rep.extra = std::move(job.encoded.segments);
   return rep;
 }
 

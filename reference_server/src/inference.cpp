@@ -528,6 +528,12 @@ class request_run {
     resp.model_name = c_.name;
     resp.model_version = std::to_string(model_.version);
     resp.outputs.clear();
+    if (r_.outputs.empty() && in_config_order(outs)) {
+      // Every output, as the backend made them: they become the response's as they are.
+      for (auto& o : outs) o.encoding = v2::tensor_encoding::binary;
+      resp.outputs = std::move(outs);
+      return {};
+    }
     resp.outputs.reserve(r_.outputs.empty() ? c_.outputs.size() : r_.outputs.size());
     if (!r_.outputs.empty()) {
       for (const auto& ro : r_.outputs)
@@ -537,6 +543,14 @@ class request_run {
         if (auto st = emit(outs, t.name, 0, resp)) return st;
     }
     return {};
+  }
+
+  // The backend made exactly the config's outputs, in its order (what emit would pick).
+  bool in_config_order(const std::vector<v2::infer_output>& outs) const {
+    if (outs.size() != c_.outputs.size()) return false;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].name != c_.outputs[i].name) return false;
+    return true;
   }
 
   // One output into the response: moved out of `outs`, written to its shared-memory

@@ -210,7 +210,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view in(reinterpret_cast<const char*>(data), size);
   bool touched_repository = false;
   for (int n = 0; n < 8 && !in.empty(); ++n) {
-    bhttp::request_parser<rest::growing_body> parser;
+    rest::request_parser parser;
     parser.header_limit(64 * 1024);
     parser.body_limit(std::uint64_t{1} << 20);
     parser.eager(true);

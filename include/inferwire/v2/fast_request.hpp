@@ -646,7 +646,7 @@ template <class Handler>
 }
 
 /// Past the space between JSON tokens (most places have none: one comparison tells).
-inline const char* skip_json_space(const char* p, const char* end) noexcept {
+[[gnu::always_inline]] inline const char* skip_json_space(const char* p, const char* end) noexcept {
   while (p != end && static_cast<unsigned char>(*p) <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
     ++p;
   return p;
@@ -832,6 +832,10 @@ class json_request_memo {
       for (;;) {
         boost::json::error_code ec;
         if (p == end || !read_number(p, end, events, ec)) return false;  // (p null: not plain)
+        if (p != end && *p == ',') {  // the common case: a comma, then the next number
+          p = skip_json_space(p + 1, end);
+          continue;
+        }
         p = skip_json_space(p, end);
         if (p == end) return false;
         if (*p == ']') break;

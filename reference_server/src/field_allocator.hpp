@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory for the fields of the HTTP requests the server parses. Beast gives every field of a
+// request (and its target) a block of its own, and frees them all when the request is done:
+// three or four blocks of a few dozen bytes per request, each a trip through malloc and free.
+// Each thread keeps the blocks its requests gave back, a few of each size, and hands them to
+// the next request; a larger block, or one beyond the few kept, goes to the global allocator
+// as before. What a thread keeps is bounded whatever its clients send (classes × spares ×
+// largest block: 8 × 32 × 512 bytes).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <limits>
+#include <new>
+
+namespace inferwire::server {
+
+namespace detail {
+
+class field_blocks {
+ public:
+  static constexpr std::size_t granule = 64;  ///< block sizes are multiples of it
+  static constexpr std::size_t classes = 8;   ///< up to 512 bytes
+  static constexpr std::size_t max_spares = 32;
+
+  static void* take(std::size_t bytes) {
+    const std::size_t c = class_of(bytes);
+    if (c < classes && !gone) {
+      auto& s = spares();
+      if (s.count[c] != 0) return s.blocks[c][--s.count[c]];
+      return ::operator new((c + 1) * granule);
+    }
+    return ::operator new(bytes);
+  }
+
+  static void give(void* p, std::size_t bytes) noexcept {
+    const std::size_t c = class_of(bytes);
+    if (c < classes && !gone) {
+      auto& s = spares();
+      if (s.count[c] < max_spares) {
+        s.blocks[c][s.count[c]++] = p;
+        return;
+      }
+    }
+    ::operator delete(p);  // unsized: a pooled block is larger than `bytes`
+  }
+
+  /// Blocks the calling thread keeps (for tests).
+  static std::size_t kept() noexcept {
+    if (gone) return 0;
+    std::size_t n = 0;
+    for (auto k : spares().count) n += k;
+    return n;
+  }
+
+ private:
+  static std::size_t class_of(std::size_t bytes) noexcept { return bytes == 0 ? 0 : (bytes - 1) / granule; }
+
+  struct lists {
+    std::array<std::array<void*, max_spares>, classes> blocks{};
+    std::array<std::size_t, classes> count{};
+    ~lists() {
+      gone = true;  // a request freed later on this thread, while it exits, frees its blocks
+      for (std::size_t c = 0; c < classes; ++c)
+        for (std::size_t i = 0; i < count[c]; ++i) ::operator delete(blocks[c][i]);
+    }
+  };
+  static lists& spares() noexcept {
+    thread_local lists s;
+    return s;
+  }
+  // Trivially destructible: readable while the thread's lists are destroyed, and after.
+  static inline thread_local bool gone = false;
+};
+
+}  // namespace detail
+
+/// The allocator of parsed requests' fields (stateless: every instance uses the calling
+/// thread's spare blocks, and a block may be freed on any thread).
+template <class T>
+struct field_allocator {
+  using value_type = T;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+  field_allocator() noexcept = default;
+  template <class U>
+  field_allocator(const field_allocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(detail::field_blocks::take(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { detail::field_blocks::give(p, n * sizeof(T)); }
+
+  template <class U>
+  bool operator==(const field_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace inferwire::server

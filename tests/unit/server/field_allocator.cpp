@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// The allocator of parsed requests' fields: a thread reuses the blocks its requests gave back,
+// keeps a bounded number of them whatever it is sent, and leaves larger blocks to the global
+// allocator; requests parsed with it read as with Beast's own.
+#include "field_allocator.hpp"
+#include "http.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <boost/beast/http/parser.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace srv = inferwire::server;
+using blocks = srv::detail::field_blocks;
+
+// Each case runs on a thread of its own, whose spares start empty (the test thread waits, so
+// no two threads assert at once; CHECK, not REQUIRE, as an exception must not leave a thread).
+template <class F>
+void on_new_thread(F f) {
+  std::thread(f).join();
+}
+
+TEST_CASE("field_allocator: a block given back is the next one of its size class", "[field_allocator]") {
+  on_new_thread([] {
+    srv::field_allocator<char> a;
+    const std::size_t before = blocks::kept();
+    CHECK(before == 0);
+    char* p = a.allocate(40);
+    a.deallocate(p, 40);
+    CHECK(blocks::kept() == before + 1);
+    // 1 to 64 bytes share a class: the same block comes back.
+    char* q = a.allocate(64);
+    CHECK(q == p);
+    CHECK(blocks::kept() == before);
+    // Another class does not take it.
+    a.deallocate(q, 64);
+    char* r = a.allocate(65);
+    CHECK(r != q);
+    a.deallocate(r, 65);
+    CHECK(blocks::kept() == before + 2);
+  });
+}
+
+TEST_CASE("field_allocator: a thread keeps a bounded number of blocks, none larger than 512 bytes", "[field_allocator]") {
+  on_new_thread([] {
+    srv::field_allocator<char> a;
+    CHECK(blocks::kept() == 0);
+    // Many blocks of every class, and large ones, all given back at once.
+    std::vector<std::pair<char*, std::size_t>> held;
+    for (std::size_t size : {1, 64, 65, 128, 129, 192, 200, 256, 300, 320, 384, 400, 448, 500, 512, 513, 4096, 1 << 20})
+      for (int i = 0; i < 100; ++i) held.emplace_back(a.allocate(size), size);
+    for (auto [p, n] : held) {
+      std::fill(p, p + n, 'x');  // each block holds what was asked for
+      a.deallocate(p, n);
+    }
+    CHECK(blocks::kept() == blocks::classes * blocks::max_spares);
+    // A large block is not kept.
+    char* big = a.allocate(4096);
+    a.deallocate(big, 4096);
+    CHECK(blocks::kept() == blocks::classes * blocks::max_spares);
+  });
+}
+
+TEST_CASE("field_allocator: a block freed on another thread joins that thread's spares", "[field_allocator]") {
+  on_new_thread([] {
+    srv::field_allocator<char> a;
+    char* p = a.allocate(100);
+    std::size_t there = 0;
+    std::thread([&] {
+      a.deallocate(p, 100);
+      there = blocks::kept();
+    }).join();
+    CHECK(there == 1);
+    CHECK(blocks::kept() == 0);
+  });
+}
+
+TEST_CASE("field_allocator: requests parsed with it read as Beast parses them", "[field_allocator]") {
+  on_new_thread([] {
+    std::string text = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Inference-Header-Content-Length: 3\r\n";
+    for (int i = 0; i < 40; ++i)  // more fields than a thread keeps blocks of one size
+      text += "X-Field-" + std::to_string(i) + ": " + std::string(static_cast<std::size_t>(i) * 5, 'v') + "\r\n";
+    text += "Content-Length: 5\r\n\r\nhello";
+    for (int round = 0; round < 3; ++round) {
+      srv::rest::request_parser parser;
+      boost::beast::error_code ec;
+      std::size_t used = 0;
+      while (!parser.is_done() && !ec) {
+        const std::size_t n = parser.put(boost::asio::buffer(text.data() + used, text.size() - used), ec);
+        if (ec == boost::beast::http::error::need_more) ec = {};
+        used += n;
+        if (n == 0) break;
+      }
+      CHECK_FALSE(ec);
+      CHECK(parser.is_done());
+      srv::rest::request_t req = parser.release();
+      CHECK(req.target() == "/v2/models/simple/infer");
+      CHECK(req[boost::beast::http::field::host] == "127.0.0.1");
+      CHECK(req["Inference-Header-Content-Length"] == "3");
+      CHECK(req["X-Field-39"] == std::string(195, 'v'));
+      CHECK(req.body() == "hello");
+      srv::rest::request_t copy = req;  // copies allocate from the spares as well
+      CHECK(copy["X-Field-20"] == std::string(100, 'v'));
+    }
+    CHECK(blocks::kept() > 0);
+    CHECK(blocks::kept() <= blocks::classes * blocks::max_spares);
+  });
+}
