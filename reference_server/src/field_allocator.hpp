@@ -25,12 +25,14 @@ class field_blocks {
 
   static void* take(std::size_t bytes) {
     const std::size_t c = class_of(bytes);
-    if (c < classes && !gone) {
+    if (c >= classes) return ::operator new(bytes);
+    if (!gone) {
       auto& s = spares();
       if (s.count[c] != 0) return s.blocks[c][--s.count[c]];
-      return ::operator new((c + 1) * granule);
     }
-    return ::operator new(bytes);
+    // A block of its class's whole size, also on an exiting thread: another thread may keep it
+    // as a spare of that class once it is freed.
+    return ::operator new((c + 1) * granule);
   }
 
   static void give(void* p, std::size_t bytes) noexcept {
