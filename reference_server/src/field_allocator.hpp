@@ -4,8 +4,8 @@
 // three or four blocks of a few dozen bytes per request, each a trip through malloc and free.
 // Each thread keeps the blocks its requests gave back, a few of each size, and hands them to
 // the next request; a larger block, or one beyond the few kept, goes to the global allocator
-// as before. What a thread keeps is bounded whatever its clients send (classes × spares ×
-// largest block: 8 × 32 × 512 bytes).
+// as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
+// eight sizes, 64 to 512 bytes, 72 KiB in all.
 #pragma once
 
 #include <array>
