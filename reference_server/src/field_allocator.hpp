@@ -5,7 +5,10 @@
 // Each thread keeps the blocks its requests gave back, a few of each size, and hands them to
 // the next request; a larger block, or one beyond the few kept, goes to the global allocator
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
-// eight sizes, 64 to 512 bytes, 72 KiB in all.
+// eight sizes, 64 to 512 bytes, 72 KiB in all. (Boost.Pool's pools and std::pmr's pool
+// resources keep every block they ever held until they are released, and are shared between
+// threads behind a lock or not at all: neither bound fits a server whose clients choose how
+// many fields they send.)
 #pragma once
 
 #include <array>
