@@ -47,11 +47,10 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-std::string repo(const char* name) { return std::string(INFERWIRE_SOURCE_DIR) + "/" + name; }
 
 server_process& test_server() {
   static server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--allow-client-shm=true", "--model-repository",
-                           repo("reference_server/models_decoupled")});
+                           source_path("reference_server/models_decoupled")});
   return s;
 }
 
@@ -797,8 +796,8 @@ TEST_CASE("grpc: cancelling a stream, closing on the first error, abandoning one
 
 TEST_CASE("grpc: repository index, load and unload", "[grpc]") {
   server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--model-control-mode", "explicit", "--load-model",
-                    "*", "--model-repository", repo("reference_server/models"), "--model-repository",
-                    repo("reference_server/models_decoupled")},
+                    "*", "--model-repository", bundled_models(), "--model-repository",
+                    source_path("reference_server/models_decoupled")},
                    false);
   auto c = client_of(s);
   auto index = c.repository_index();
@@ -961,7 +960,7 @@ TEST_CASE("grpc: the server over TLS with --grpc-use-ssl", "[grpc][tls][launch]"
   CHECK(ig::status_code(ec) == UNAVAILABLE);
   // Key files that cannot be read stop the start-up.
   std::string out;
-  CHECK(run_server_once({"--model-repository", repo("reference_server/models"), "--http-port", "0", "--metrics-port",
+  CHECK(run_server_once({"--model-repository", bundled_models(), "--http-port", "0", "--metrics-port",
                          "0", "--grpc-port", "0", "--grpc-use-ssl=true", "--grpc-server-cert", "/no/cert.pem",
                          "--grpc-server-key", cert.key()},
                         out) == 1);

@@ -242,6 +242,12 @@ test_certificate::~test_certificate() { std::filesystem::remove_all(dir); }
 
 std::string file_text(const std::string& path) { return read_file(path); }
 
+std::string source_path(std::string_view relative) {
+  return std::string(INFERWIRE_SOURCE_DIR) + "/" + std::string(relative);
+}
+
+std::string bundled_models() { return source_path("reference_server/models"); }
+
 std::vector<std::string> open_fds_of(pid_t pid) {
   std::vector<std::string> targets;
   std::error_code ec;

@@ -157,6 +157,12 @@ std::uint64_t failure_metric(const server_process& s, const std::string& model, 
 /// The contents of a file.
 std::string file_text(const std::string& path);
 
+/// A path under the source tree, e.g. source_path("reference_server/models").
+std::string source_path(std::string_view relative);
+
+/// The bundled model repository, reference_server/models.
+std::string bundled_models();
+
 /// What each open descriptor of process `pid` refers to (the /proc/PID/fd links, sorted), to
 /// count them and to name the ones a step left open.
 std::vector<std::string> open_fds_of(pid_t pid);

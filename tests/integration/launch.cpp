@@ -10,7 +10,6 @@ using namespace iwtest;
 
 namespace {
 
-std::string models() { return INFERWIRE_SOURCE_DIR "/reference_server/models"; }
 
 bool contains(const std::string& text, std::string_view what) { return text.find(what) != std::string::npos; }
 
@@ -18,7 +17,7 @@ bool contains(const std::string& text, std::string_view what) { return text.find
 
 TEST_CASE("a tritonserver launch line with Triton's flags starts", "[cli][launch]") {
   // Flags as Triton's QA scripts and deployment guides pass them.
-  server_process s({"--model-repository", models(),
+  server_process s({"--model-repository", bundled_models(),
                     "--backend-directory=/opt/tritonserver/backends",
                     "--backend-config=python,shm-default-byte-size=1048576",
                     "--backend-config=default-max-batch-size=0",
@@ -102,7 +101,7 @@ TEST_CASE("Triton's flags are refused as Triton refuses them", "[cli][launch]") 
   };
   for (const auto& r : table) {
     CAPTURE(r.flags);
-    std::vector<std::string> args = {"--model-repository", models(), "--http-port", "0", "--metrics-port", "0",
+    std::vector<std::string> args = {"--model-repository", bundled_models(), "--http-port", "0", "--metrics-port", "0",
                                      "--allow-grpc=false"};
     args.insert(args.end(), r.flags.begin(), r.flags.end());
     std::string out;
@@ -118,11 +117,11 @@ TEST_CASE("a repository that cannot be read fails the start-up", "[cli][launch]"
                         out) == 1);
   CHECK(contains(out, "error: creating server: Internal - failed to stat file /no/such/repository"));
   // One good and one missing repository: still a failure.
-  CHECK(run_server_once({"--model-repository", models(), "--model-repository", "/no/such/repository",
+  CHECK(run_server_once({"--model-repository", bundled_models(), "--model-repository", "/no/such/repository",
                          "--http-port", "0", "--metrics-port", "0", "--allow-grpc=false"},
                         out) == 1);
   // A file where a folder should be.
-  CHECK(run_server_once({"--model-repository", models() + "/simple/config.pbtxt", "--http-port", "0",
+  CHECK(run_server_once({"--model-repository", bundled_models() + "/simple/config.pbtxt", "--http-port", "0",
                          "--metrics-port", "0", "--allow-grpc=false"},
                         out) == 1);
   CHECK(contains(out, "not a directory"));
@@ -140,7 +139,7 @@ TEST_CASE("a repository that cannot be read fails the start-up", "[cli][launch]"
 }
 
 TEST_CASE("restricted APIs: each category over HTTP needs its header", "[launch][restricted]") {
-  server_process s({"--model-repository", models(),
+  server_process s({"--model-repository", bundled_models(),
                     "--http-restricted-api=inference,model-config:infer-key=secret",
                     "--http-restricted-api=model-repository,shared-memory,statistics,trace,logging:admin-key=admin"},
                    false);
@@ -190,7 +189,7 @@ TEST_CASE("restricted APIs: each category over HTTP needs its header", "[launch]
 TEST_CASE("model loading: --model-load-thread-count loads models in parallel, ensembles after their steps", "[cli][launch]") {
   for (const char* threads : {"1", "8"}) {
     CAPTURE(threads);
-    server_process s({"--model-repository", models(), "--model-repository",
+    server_process s({"--model-repository", bundled_models(), "--model-repository",
                       INFERWIRE_SOURCE_DIR "/reference_server/models_ensemble", "--model-load-thread-count", threads},
                      false);
     // Strict readiness: every model, the ensemble included, is READY.
@@ -264,7 +263,7 @@ TEST_CASE("each tritonserver flag, as Triton's QA scripts pass it, starts the se
   };
   for (const auto& flags : lines) {
     CAPTURE(flags);
-    std::vector<std::string> args = {"--model-repository", models()};
+    std::vector<std::string> args = {"--model-repository", bundled_models()};
     args.insert(args.end(), flags.begin(), flags.end());
     server_process s(args, false);
     CHECK(request(s.http_port(), "GET", "/v2/health/live").status == 200);

@@ -33,11 +33,10 @@ using Stub = inference::GRPCInferenceService::Stub;
 
 namespace {
 
-std::string repo(const char* name) { return std::string(INFERWIRE_SOURCE_DIR) + "/" + name; }
 
 server_process& parity_server() {
   static server_process s({"--allow-grpc", "true", "--grpc-port", "0", "--model-control-mode", "explicit",
-                           "--load-model", "*", "--allow-client-shm=true", "--model-repository", repo("reference_server/models_decoupled")});
+                           "--load-model", "*", "--allow-client-shm=true", "--model-repository", source_path("reference_server/models_decoupled")});
   return s;
 }
 
@@ -142,7 +141,7 @@ rpc_call infer_grpc(const infer_spec& s) { return rpc(&Stub::ModelInfer, infer_r
 
 // --- the table -----------------------------------------------------------------------------------
 
-struct row {
+struct parity_row {
   std::string what;
   std::optional<errc> code;  ///< nullopt: both succeed
   std::string text;          ///< the exact text ("" : both texts must only agree)
@@ -185,8 +184,8 @@ inference::RepositoryModelUnloadRequest unload_of(std::string model, std::string
   return r;
 }
 
-std::vector<row> table() {
-  std::vector<row> rows;
+std::vector<parity_row> table() {
+  std::vector<parity_row> rows;
   const std::string unknown = "Request for unknown model: 'nope' is not found";
   // Health and metadata.
   rows.push_back({"live", std::nullopt, "", {"GET", "/v2/health/live", ""},
@@ -373,7 +372,7 @@ TEST_CASE("parity: every endpoint's errors are the same over HTTP and gRPC", "[p
   server_process& s = parity_server();
   auto stub = inference::GRPCInferenceService::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials()));
-  for (const row& r : table()) {
+  for (const parity_row& r : table()) {
     CAPTURE(r.what, r.http.target);
     const reply h = request(s.http_port(), r.http.method, r.http.target, r.http.body);
     const answer g = r.grpc(*stub, {});

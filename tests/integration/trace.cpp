@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string models() { return INFERWIRE_SOURCE_DIR "/reference_server/models"; }
 
 fs::path fresh_dir(const char* name) {
   auto dir = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(::getpid()));
@@ -58,7 +57,7 @@ TEST_CASE("trace: --trace-config writes one record per traced request", "[trace]
   const auto dir = fresh_dir("iw-trace");
   const auto file = dir / "trace.json";
   {
-    server_process s({"--model-repository", models(), "--trace-config", "triton,file=" + file.string(),
+    server_process s({"--model-repository", bundled_models(), "--trace-config", "triton,file=" + file.string(),
                       "--trace-config", "level=TIMESTAMPS", "--trace-config", "rate=1"},
                      false);
     for (int i = 0; i < 3; ++i) {
@@ -94,7 +93,7 @@ TEST_CASE("trace: rate, count, log_frequency and TENSORS through the settings en
   const auto dir = fresh_dir("iw-trace-settings");
   const auto file = dir / "trace.json";
   {
-    server_process s({"--model-repository", models(), "--trace-config", "triton,file=" + file.string()}, false);
+    server_process s({"--model-repository", bundled_models(), "--trace-config", "triton,file=" + file.string()}, false);
     const int port = s.http_port();
     // Level OFF at start-up: nothing is traced.
     REQUIRE(request(port, "POST", "/v2/models/simple/infer", simple_json()).status == 200);
@@ -148,7 +147,7 @@ TEST_CASE("trace: --trace-config refusals", "[trace][cli]") {
   };
   for (const auto& [flags, message] : table) {
     CAPTURE(flags);
-    std::vector<std::string> args = {"--model-repository", models(), "--http-port", "0", "--metrics-port", "0",
+    std::vector<std::string> args = {"--model-repository", bundled_models(), "--http-port", "0", "--metrics-port", "0",
                                      "--allow-grpc=false"};
     args.insert(args.end(), flags.begin(), flags.end());
     CHECK(run_server_once(args, out) == 2);
@@ -160,7 +159,7 @@ TEST_CASE("trace: an ensemble's steps are traced as its children", "[trace]") {
   const auto dir = fresh_dir("iw-trace-ensemble");
   const auto file = dir / "trace.json";
   {
-    server_process s({"--model-repository", models(), "--model-repository",
+    server_process s({"--model-repository", bundled_models(), "--model-repository",
                       INFERWIRE_SOURCE_DIR "/reference_server/models_ensemble", "--trace-config",
                       "triton,file=" + file.string(), "--trace-config", "level=TIMESTAMPS", "--trace-config", "rate=1"},
                      false);

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-namespace detail = inferwire::http::detail;
+namespace http_detail = inferwire::http::detail;
 
 namespace {
 
 struct collected {
   std::vector<std::string> texts;
-  detail::sse_splitter splitter(std::size_t max_event = std::string::npos) {
-    return detail::sse_splitter([this](boost::json::object&& o) { texts.push_back(boost::json::serialize(o)); },
+  http_detail::sse_splitter splitter(std::size_t max_event = std::string::npos) {
+    return http_detail::sse_splitter([this](boost::json::object&& o) { texts.push_back(boost::json::serialize(o)); },
                                 max_event);
   }
 };

@@ -90,18 +90,18 @@ shm::unique_fd memfd(std::size_t size) {
 }
 
 // A channel server on a socket of its own, with the registry it deposits into.
-struct fixture {
+struct channel_fixture {
   srv::shm_registry registry{true};
   memfd_importer importer;
   std::string path = "/tmp/iwunit_vmm_" + std::to_string(::getpid()) + ".sock";
   std::unique_ptr<srv::vmm_channel> channel;
 
-  explicit fixture(srv::vmm_channel_options o = {}) {
+  explicit channel_fixture(srv::vmm_channel_options o = {}) {
     o.path = path;
     channel = std::make_unique<srv::vmm_channel>(registry, importer, std::move(o));
     REQUIRE_FALSE(channel->start());
   }
-  ~fixture() { channel->stop(); }
+  ~channel_fixture() { channel->stop(); }
 
   // Waits until the registry holds `n` regions (the channel thread unregisters on close).
   bool regions_become(std::size_t n) {
@@ -139,7 +139,7 @@ bool closed_by_server(const shm::vmm_channel& c) {
 TEST_CASE("vmm socket: a multi-chunk region is mapped contiguously, registered, resolved, released", "[vmm]") {
   const std::size_t fds_before = open_fds();
   {
-    fixture f;
+    channel_fixture f;
     struct stat st {};
     REQUIRE(::stat(f.path.c_str(), &st) == 0);
     CHECK(S_ISSOCK(st.st_mode));
@@ -201,7 +201,7 @@ TEST_CASE("vmm socket: a multi-chunk region is mapped contiguously, registered, 
 }
 
 TEST_CASE("vmm socket: register checks and unregister through the registry", "[vmm]") {
-  fixture f;
+  channel_fixture f;
   auto chunk = memfd(8192);
   const int raw[] = {chunk.get()};
   auto channel = shm::vmm_channel::connect(f.path);
@@ -237,7 +237,7 @@ TEST_CASE("vmm socket: register checks and unregister through the registry", "[v
 TEST_CASE("vmm socket: every refusal is a reply, descriptors are closed, the socket keeps serving", "[vmm]") {
   const std::size_t fds_before = open_fds();
   {
-    fixture f({.path = {}, .permitted = {}, .max_connections = 64, .max_pending = 2});
+    channel_fixture f({.path = {}, .permitted = {}, .max_connections = 64, .max_pending = 2});
     auto chunk = memfd(8192);
     const int one[] = {chunk.get()};
     const int two[] = {chunk.get(), chunk.get()};
@@ -297,7 +297,7 @@ TEST_CASE("vmm socket: every refusal is a reply, descriptors are closed, the soc
 
 TEST_CASE("vmm socket: permissions, connection limit, an occupied or foreign path", "[vmm]") {
   {
-    fixture f({.path = {}, .permitted = [](const ucred&) { return false; }, .max_connections = 64, .max_pending = 16});
+    channel_fixture f({.path = {}, .permitted = [](const ucred&) { return false; }, .max_connections = 64, .max_pending = 16});
     auto c = shm::vmm_channel::connect(f.path);
     auto chunk = memfd(8192);
     const int one[] = {chunk.get()};
@@ -312,7 +312,7 @@ TEST_CASE("vmm socket: permissions, connection limit, an occupied or foreign pat
     }
   }
   {
-    fixture f({.path = {}, .permitted = {}, .max_connections = 1, .max_pending = 16});
+    channel_fixture f({.path = {}, .permitted = {}, .max_connections = 1, .max_pending = 16});
     auto first = shm::vmm_channel::connect(f.path);
     auto chunk = memfd(8192);
     const int one[] = {chunk.get()};
@@ -369,7 +369,7 @@ TEST_CASE("vmm socket: a stalled deposit is ended, held descriptors are bounded"
   srv::vmm_channel_options o;
   o.max_held_fds = 2;
   o.frame_timeout = 300ms;
-  fixture f(o);
+  channel_fixture f(o);
   auto chunk = memfd(8192);
   const int three[] = {chunk.get(), chunk.get(), chunk.get()};
   const std::string deposit = shm::vmm_frame(shm::encode_deposit(layout_of({8192, 8192, 8192}, 0, 8192)));
@@ -404,7 +404,7 @@ TEST_CASE("vmm socket: a stalled deposit is ended, held descriptors are bounded"
 }
 
 TEST_CASE("vmm socket: a deposit sent a byte at a time, and two deposits in one write", "[vmm]") {
-  fixture f;
+  channel_fixture f;
   auto chunk = memfd(8192);
   const int one[] = {chunk.get()};
   const std::string frame = shm::vmm_frame(shm::encode_deposit(layout_of({8192}, 0, 8192)));
