@@ -62,8 +62,7 @@ std::string temp_log_path() {
 std::vector<std::string> server_args(const std::vector<std::string>& extra, bool default_repos) {
   std::vector<std::string> args;
   if (default_repos) {
-    args = {"--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/reference_server/models",
-            "--model-repository", std::string(INFERWIRE_SOURCE_DIR) + "/tests/integration/models"};
+    args = {"--model-repository", bundled_models(), "--model-repository", source_path("tests/integration/models")};
   }
   // Defaults, unless `extra` sets the same flag.
   const std::pair<const char*, const char*> defaults[] = {

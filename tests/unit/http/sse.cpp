@@ -17,7 +17,7 @@ struct collected {
   std::vector<std::string> texts;
   http_detail::sse_splitter splitter(std::size_t max_event = std::string::npos) {
     return http_detail::sse_splitter([this](boost::json::object&& o) { texts.push_back(boost::json::serialize(o)); },
-                                max_event);
+                                     max_event);
   }
 };
 
