@@ -23,7 +23,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string quoted(std::string_view s) {
+std::string json_quoted(std::string_view s) {
   std::string out;
   v2::append_json_string(out, s);
   return out;
@@ -31,9 +31,9 @@ std::string quoted(std::string_view s) {
 
 // The JSON of one finished trace: its identity, its timestamps, its tensors.
 std::string trace_json(const trace_record& r) {
-  std::string out = "{\"id\":" + std::to_string(r.id) + ",\"model_name\":" + quoted(r.model_name) +
+  std::string out = "{\"id\":" + std::to_string(r.id) + ",\"model_name\":" + json_quoted(r.model_name) +
                     ",\"model_version\":" + std::to_string(r.model_version) +
-                    ",\"request_id\":" + quoted(r.request_id) +
+                    ",\"request_id\":" + json_quoted(r.request_id) +
                     (r.parent_id ? ",\"parent_id\":" + std::to_string(r.parent_id) : std::string()) +
                     ",\"timestamps\":[";
   for (std::size_t i = 0; i < r.timestamps.size(); ++i) {
@@ -59,7 +59,7 @@ void trace_record::add_tensor(const char* activity, const std::string& name, dat
   if (v2::append_json_tensor_data(values, type, data, count, name))
     values = "null";  // types without a JSON form (FP16, BF16) are named, not printed
   if (!tensor_json.empty()) tensor_json += ',';
-  tensor_json += "{\"activity\":\"" + std::string(activity) + "\",\"tensor\":{\"name\":" + quoted(name) +
+  tensor_json += "{\"activity\":\"" + std::string(activity) + "\",\"tensor\":{\"name\":" + json_quoted(name) +
                  ",\"data\":" + values + ",\"shape\":\"" + dims + "\",\"dtype\":\"" +
                  std::string(wire_name(type)) + "\"}}";
 }
