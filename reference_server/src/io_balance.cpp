@@ -44,8 +44,8 @@ io_balance::io_balance(std::size_t threads, bool adaptive)
       last_thread_ns_(conns_.size(), 0),
       cores_(static_cast<double>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)))) {}
 
-void io_balance::set_thread_clock(std::size_t i, clockid_t clock) {
-  if (i < clocks_.size()) clocks_[i] = clock;
+void io_balance::set_thread_clock(std::size_t i, clockid_t thread_clock) {
+  if (i < clocks_.size()) clocks_[i] = thread_clock;
 }
 
 std::size_t io_balance::emptiest(unsigned active) const noexcept {

@@ -51,7 +51,7 @@ class io_balance {
   std::size_t threads() const noexcept { return conns_.size(); }
   bool adaptive() const noexcept { return adaptive_; }
   /// Thread `i`'s CPU clock (pthread_getcpuclockid), once the threads have started.
-  void set_thread_clock(std::size_t i, clockid_t clock);
+  void set_thread_clock(std::size_t i, clockid_t thread_clock);
 
   /// The thread for the next accepted connection: the active one with the fewest.
   std::size_t choose() noexcept;

@@ -8,10 +8,9 @@
 
 namespace inferwire::server {
 
-namespace {
-
 // The few NVML entry points used, declared from NVML's documented C API (nvml.h is not
-// needed to build): every call returns nvmlReturn_t, 0 being NVML_SUCCESS.
+// needed to build): every call returns nvmlReturn_t, 0 being NVML_SUCCESS. Not in an anonymous
+// namespace: nvml_metrics::api, a class of the server's namespace, holds them.
 using nvml_return = int;
 using nvml_device = void*;
 struct nvml_utilization {
@@ -23,8 +22,6 @@ struct nvml_memory {
   unsigned long long free;
   unsigned long long used;
 };
-
-}  // namespace
 
 std::string prometheus_number(double d) {
   char buf[32];

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -62,6 +63,9 @@ class child_guard {
 
 
 namespace gms = inferwire::gms;
+
+/// 2 MiB, the granularity of a mapping.
+inline constexpr std::int64_t MiB2 = std::int64_t{2} << 20;
 
 inline std::string fresh_socket_path() {
   static std::atomic<int> counter{0};

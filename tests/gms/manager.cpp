@@ -69,8 +69,6 @@ TEST_CASE("gms: the backend and mapper concepts", "[gms]") {
 
 namespace {
 
-constexpr std::int64_t MiB2 = std::int64_t{2} << 20;
-
 char* at(std::uintptr_t va) { return reinterpret_cast<char*>(va); }
 
 /// Publishes a layout of `sizes` with one metadata entry per allocation, each allocation filled

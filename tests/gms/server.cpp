@@ -25,8 +25,6 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-constexpr std::int64_t MiB2 = std::int64_t{2} << 20;
-
 gms::get_runtime_state_response state(const test_server& s) { return gms::session::runtime_state(s.path()); }
 
 std::vector<std::string> event_kinds(const test_server& s) {
