@@ -37,6 +37,13 @@ set(compiler "")
 if(CXX_COMPILER)
   set(compiler -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
 endif()
+# The main build's compiler cache, with paths under the work folder hashed relative to the
+# build folder: the consumers that generate the gRPC protos from the installed package
+# (package_grpc, separate) then compile them once between them, not once each.
+if(CXX_COMPILER_LAUNCHER)
+  list(APPEND compiler -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
+  set(ENV{CCACHE_BASEDIR} "${WORK_DIR}")
+endif()
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
