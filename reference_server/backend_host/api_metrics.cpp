@@ -12,7 +12,8 @@
 
 using inferwire::triton_host::make_error;
 
-namespace {
+// The handles' state, outside an anonymous namespace: the API's handle structs below hold it.
+namespace inferwire::triton_host::metrics {
 
 struct cell {
   std::mutex mu;
@@ -28,6 +29,13 @@ struct family_data {
   std::string name, help;
   std::map<std::string, std::weak_ptr<cell>> series;  // by label text, under the registry lock
 };
+
+}  // namespace inferwire::triton_host::metrics
+
+namespace {
+
+using inferwire::triton_host::metrics::cell;
+using inferwire::triton_host::metrics::family_data;
 
 std::mutex registry_mu;
 std::map<std::string, std::weak_ptr<family_data>>& families() {
