@@ -4,7 +4,7 @@
 # start inherit the sanitizer) and lists the data races whose two accesses are both in this
 # project's code.
 #   scripts/tsan.sh [--build-dir DIR] [test-target...]
-# Default targets: the integration, gRPC and hostile-server tests. Reports go to
+# Default targets: the integration, gRPC and hostile tests. Reports go to
 # <build-dir>/tsan/r.<pid>; exits non-zero when a race lies in our code.
 #
 # gRPC, protobuf and abseil come from the distribution, built without the sanitizer: TSan does
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] ||
-  targets=(inferwire_integration_tests inferwire_grpc_tests inferwire_hostile_server_tests)
+  targets=(inferwire_integration_tests inferwire_grpc_tests inferwire_hostile_tests)
 
 flags="-fsanitize=thread -U__SANITIZE_THREAD__ -DINFERWIRE_TSAN"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERWIRE_CUDA=OFF \

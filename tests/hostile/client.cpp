@@ -25,6 +25,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+// One program holds every hostile test file as one translation unit: this file's names stay
+// in its own namespace.
+namespace hostile_http_client {
+
 namespace ih = inferwire::http;
 namespace v2 = inferwire::v2;
 using namespace std::chrono_literals;
@@ -354,3 +358,5 @@ TEST_CASE("hostile client: the deadline holds for asynchronous calls while the s
   CHECK(got == boost::beast::error::timeout);
   CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
 }
+
+}  // namespace hostile_http_client

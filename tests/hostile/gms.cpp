@@ -17,6 +17,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+// One program holds every hostile test file as one translation unit: this file's names stay
+// in its own namespace.
+namespace hostile_gms_server {
+
 using namespace gms_test;
 using gms::requested_lock_type;
 
@@ -208,3 +212,5 @@ TEST_CASE("hostile: a writer allocating past the descriptor limit gets errors, t
   CHECK(WIFEXITED(daemon.stop(SIGTERM)));
 }
 #endif
+
+}  // namespace hostile_gms_server

@@ -20,6 +20,10 @@
 #include <memory>
 #include <thread>
 
+// One program holds every hostile test file as one translation unit: this file's names stay
+// in its own namespace.
+namespace hostile_grpc_server {
+
 using namespace iwtest;
 namespace fs = std::filesystem;
 namespace pb = ::inference;
@@ -692,3 +696,5 @@ TEST_CASE("hostile: typed contents count against the in-flight budget", "[hostil
   });
   still_serving(*stub, s.http_port());
 }
+
+}  // namespace hostile_grpc_server

@@ -18,6 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// One program holds every hostile test file as one translation unit: this file's names stay
+// in its own namespace.
+namespace hostile_grpc_client {
+
 namespace ig = inferwire::grpc;
 namespace v2 = inferwire::v2;
 using namespace std::chrono_literals;
@@ -104,3 +108,5 @@ TEST_CASE("hostile client: the gRPC client against a hostile server", "[hostile]
     CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
   }
 }
+
+}  // namespace hostile_grpc_client
