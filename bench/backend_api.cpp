@@ -11,6 +11,10 @@
 #include <cstdio>
 #include <cstring>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_backend_api's main() calls run().
+namespace bench_backend_api {
+
 using namespace bench;
 
 namespace {
@@ -28,7 +32,7 @@ std::string identity_request(const std::string& model) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::size_t requests = 20000;
   int rounds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -80,3 +84,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(tmp);
   return status;
 }
+
+}  // namespace bench_backend_api

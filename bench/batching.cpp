@@ -26,6 +26,10 @@
 
 #include <unistd.h>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_batching's main() calls run().
+namespace bench_batching {
+
 using namespace bench;
 
 namespace {
@@ -46,7 +50,7 @@ load_result measure(int port, const std::string& request, int concurrency, doubl
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string server = INFERWIRE_SERVER_PATH;
   double seconds = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -104,3 +108,5 @@ int main(int argc, char** argv) {
   ::unlink(log.c_str());
   return ok ? 0 : 2;
 }
+
+}  // namespace bench_batching

@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_codec's main() calls run().
+namespace bench_codec {
+
 using namespace inferwire;
 using clock_type = std::chrono::steady_clock;
 
@@ -66,7 +70,7 @@ v2::infer_request make_request(std::vector<std::vector<std::byte>>& buffers, dat
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) g_seconds = std::atof(argv[++i]);
     else {
@@ -208,3 +212,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace bench_codec

@@ -28,6 +28,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_gms's main() calls run().
+namespace bench_gms {
+
 namespace gms = inferwire::gms;
 using clock_type = std::chrono::steady_clock;
 using gms::requested_lock_type;
@@ -404,7 +408,7 @@ void import_gpu(const std::string& server_binary, const std::string& dir) {
 
 }  // namespace
 
-int main() {
+int run(int, char**) {
   const std::string dir = std::filesystem::temp_directory_path().string() + "/inferwire-bench-gms-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/gms.sock";
@@ -429,3 +433,5 @@ int main() {
   std::filesystem::remove_all(dir);
   return rc;
 }
+
+}  // namespace bench_gms

@@ -35,6 +35,10 @@
 #include <numeric>
 #include <thread>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_grpc_infer's main() calls run().
+namespace bench_grpc_infer {
+
 namespace ig = inferwire::grpc;
 namespace v2 = inferwire::v2;
 using clock_type = std::chrono::steady_clock;
@@ -268,7 +272,7 @@ int echo_main(bool cq, const char* port, const char* file) {
 
 constexpr int stream_rounds = 3;  // interleaved rounds of each level
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // The server does this too; the client and the echo alike, so that large messages compare
   // the servers, not page faults (GLIBC_TUNABLES=glibc.malloc.check=0 runs all three with
   // glibc's defaults).
@@ -475,3 +479,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   return 0;
 }
+
+}  // namespace bench_grpc_infer

@@ -34,6 +34,10 @@
 #include <functional>
 #include <numeric>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_http_client's main() calls run().
+namespace bench_http_client {
+
 
 namespace http = inferwire::http;
 namespace v2 = inferwire::v2;
@@ -197,7 +201,7 @@ double baseline_rate(int port, int concurrency, std::size_t requests, const std:
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::size_t requests = 20000;
   int rounds = 5;  // one run moves by a tenth from round to round on a shared 2-core VM
   std::string server = INFERWIRE_SERVER_PATH;
@@ -279,3 +283,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(tmp);
   return status;
 }
+
+}  // namespace bench_http_client

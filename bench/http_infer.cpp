@@ -53,6 +53,10 @@
 
 extern char** environ;
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_http_infer's main() calls run().
+namespace bench_http_infer {
+
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -149,7 +153,7 @@ struct series {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::size_t requests = 20000;
   std::string server = INFERWIRE_SERVER_PATH;
   std::string nginx = "/usr/sbin/nginx";
@@ -311,3 +315,5 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(tmp);
   return 0;
 }
+
+}  // namespace bench_http_infer

@@ -37,6 +37,10 @@
 
 #include <unistd.h>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_shm's main() calls run().
+namespace bench_shm {
+
 using namespace bench;
 namespace http = inferwire::http;
 namespace v2 = inferwire::v2;
@@ -295,7 +299,7 @@ int gpu_shm(const std::string& server, int rounds) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   int rounds = 20;
   std::string server = INFERWIRE_SERVER_PATH;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -311,3 +315,5 @@ int main(int argc, char** argv) {
 #endif
   return bad ? 1 : 0;
 }
+
+}  // namespace bench_shm

@@ -23,6 +23,10 @@
 
 #include <sys/resource.h>
 
+// Every benchmark's code is one translation unit (CMakeLists.txt): its names stay in its own
+// namespace, and bench_soak's main() calls run().
+namespace bench_soak {
+
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 
@@ -231,7 +235,7 @@ int soak(const std::string& transport, int connections, long requests) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const int connections = argc > 1 ? std::atoi(argv[1]) : 1000;
   const long requests = argc > 2 ? std::atol(argv[2]) : 1000000;
   const std::string which = argc > 3 ? argv[3] : "both";
@@ -248,3 +252,5 @@ int main(int argc, char** argv) {
   if (which != "http") rc |= soak("grpc", connections, requests);
   return rc;
 }
+
+}  // namespace bench_soak
