@@ -10,6 +10,7 @@
 
 #include "byte_budget.hpp"
 #include "shm_registry.hpp"
+#include "spare_blocks.hpp"
 #include "statistics.hpp"
 
 #include <inferwire/core/error.hpp>
@@ -135,6 +136,13 @@ struct infer_call {
     d(std::move(st));
   }
 };
+
+/// A new call (of a frontend's type derived from infer_call), its memory from the thread's
+/// spare blocks: every request makes one and frees it (spare_blocks.hpp).
+template <class Call = infer_call>
+std::shared_ptr<Call> make_call() {
+  return std::allocate_shared<Call>(spare_allocator<Call>{});
+}
 using call_ptr = std::shared_ptr<infer_call>;
 
 /// The error of a request whose work threw, to be called in a `catch` block: "failed to

@@ -188,7 +188,7 @@ struct ensemble_run : std::enable_shared_from_this<ensemble_run> {
     const std::string version = step.model_version() > 0 ? std::to_string(step.model_version()) : std::string();
     auto model = repo->find(step.model_name(), version, st);
     if (!model) return step_done(i, nullptr, st);
-    auto sc = std::make_shared<infer_call>();
+    auto sc = make_call();
     sc->model = model;
     sc->ensemble_depth = call->ensemble_depth + 1;
     {

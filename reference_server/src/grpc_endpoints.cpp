@@ -196,7 +196,7 @@ class inference_service final : public pb::GRPCInferenceService::AsyncService {
     // Once shutdown began, new inferences are refused, on open connections too; those in flight
     // finish within --exit-timeout-secs (Triton's gRPC frontend, its text).
     if (svc_.state().exiting.load()) return ctx->finish(to_grpc(shutting_down_status()));
-    auto call = std::make_shared<infer_call>();
+    auto call = make_call();
     const message_size size = size_of(*q);
     // A large message leaves the heap larger once answered, whether or not it was valid.
     svc_.state().heap.note(size.total());

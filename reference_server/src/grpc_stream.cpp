@@ -82,7 +82,7 @@ void stream_call::on_read(bool ok) {
     return release();
   }
   // The request runs with its own hold on the stream, released once it is answered.
-  auto call = std::make_shared<infer_call>();
+  auto call = make_call();
   // What protobuf allocated for a large request stays with the message when it is reused
   // (cleared strings and repeated fields keep their capacity), outside the in-flight budget:
   // 128 MiB sent once stayed for the stream's life. Such a message is let go before the next
@@ -175,7 +175,9 @@ bool stream_call::send(const v2::infer_response& resp, bool final, bool wait) {
     }
   }
   conv::encode_infer_response(resp, *out.mutable_infer_response());
-  (*out.mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(final);
+  // (The key copied from a string: see to_proto of log settings on GCC 12's -Warray-bounds.)
+  static const std::string final_key = "triton_final_response";
+  (*out.mutable_infer_response()->mutable_parameters())[final_key].set_bool_param(final);
   return wait ? replies_.push(std::move(out)) : replies_.put(std::move(out));
 }
 

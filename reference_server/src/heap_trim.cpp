@@ -11,7 +11,7 @@ namespace inferwire::server {
 
 bool use_one_heap() noexcept {
 #if defined(__GLIBC__)
-  if (detail::malloc_set_by_environment({"MALLOC_ARENA_MAX"})) return false;
+  if (inferwire::detail::malloc_set_by_environment({"MALLOC_ARENA_MAX"})) return false;
   return ::mallopt(M_ARENA_MAX, 1) == 1;
 #else
   return false;

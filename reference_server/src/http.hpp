@@ -6,7 +6,7 @@
 //   service, and encodes the reply. Nothing in it knows about sockets.
 #pragma once
 
-#include "field_allocator.hpp"
+#include "spare_blocks.hpp"
 #include "server.hpp"
 #include "reply_queue.hpp"
 #include "service.hpp"
@@ -69,10 +69,10 @@ struct growing_body {
     value_type& body_;
   };
 };
-/// Fields of parsed requests come from each thread's spare blocks (field_allocator.hpp).
-using request_fields = bhttp::basic_fields<field_allocator<char>>;
+/// Fields of parsed requests come from each thread's spare blocks (spare_blocks.hpp).
+using request_fields = bhttp::basic_fields<spare_allocator<char>>;
 using request_t = bhttp::request<growing_body, request_fields>;
-using request_parser = bhttp::parser<true, growing_body, field_allocator<char>>;
+using request_parser = bhttp::parser<true, growing_body, spare_allocator<char>>;
 
 /// A request body read outside the parser (large bodies). Memory follows the bytes received,
 /// never the length announced: the buffer starts small and doubles as bytes arrive (an

@@ -329,8 +329,8 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     if (ec) return on_read_error(ec);
     auto& req = parser_->get();
     header_fields_ = static_cast<std::size_t>(std::distance(req.begin(), req.end()));
-    auto expect = req[bhttp::field::expect];
-    if (!parser_->is_done() && iso_lower(expect) == "100-continue") {
+    // (A request whose body came with its header has nothing to wait for: no lookup.)
+    if (!parser_->is_done() && iso_lower(req[bhttp::field::expect]) == "100-continue") {
       continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(socket_, net::buffer(*continue_),
                        [self = shared_from_this()](beast::error_code e, std::size_t) {

@@ -64,7 +64,9 @@ struct infer_fields {
           if (!content_length) content_length = f.value();
           break;
         case bhttp::field::unknown:
-          if (!header_length && boost::beast::iequals(f.name_string(), v2::header_length_field))
+          // Clients write the name as the protocol spells it: that is one comparison of bytes.
+          if (!header_length && (f.name_string() == v2::header_length_field ||
+                                 boost::beast::iequals(f.name_string(), v2::header_length_field)))
             header_length = f.value();
           break;
         default:
@@ -173,7 +175,7 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
 
 std::optional<reply> endpoints::infer_here(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
                                            const std::shared_ptr<responder>& out, const receive_times& received) {
-  auto job = std::make_shared<infer_job>();
+  auto job = make_call<infer_job>();
   job->times.received = received.body;  // the read that completed the request
   // A request whose client hangs up while it waits in the queue is not executed (the flag is
   // the connection's, which `out`, held by the completion, keeps alive).
@@ -241,7 +243,7 @@ struct endpoints::generate_job : infer_call, std::enable_shared_from_this<endpoi
 
 std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool streaming,
                                          const std::shared_ptr<responder>& out) {
-  auto job = std::make_shared<generate_job>();
+  auto job = make_call<generate_job>();
   job->streaming = streaming;
   job->stall = std::chrono::seconds(s_.opts.stall_timeout_secs);
   job->out = out;

@@ -135,7 +135,7 @@ struct bls_call {
 };
 
 TRITONSERVER_Error* start(server_state& s, TRITONSERVER_InferenceRequest* r) {
-  auto call = std::make_shared<infer_call>();
+  auto call = make_call();
   auto shared = std::make_shared<bls_call>();
   shared->request = r;
   shared->sink = [r](v2::infer_response&& v) {

@@ -120,6 +120,7 @@ class response_header_memo {
       }
       out.header.append(header_, from);
     }
+    out.segments.reserve(r.outputs.size());  // one allocation, not one per doubling
     for (const auto& o : r.outputs)
       if (o.encoding == tensor_encoding::binary && !o.data.empty()) out.segments.push_back(o.data.bytes());
     return true;

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// The allocator of parsed requests' fields: a thread reuses the blocks its requests gave back,
-// keeps a bounded number of them whatever it is sent, and leaves larger blocks to the global
-// allocator; requests parsed with it read as with Beast's own.
-#include "field_allocator.hpp"
+// The allocator of parsed requests' fields and of inference calls: a thread reuses the blocks
+// its requests gave back, keeps a bounded number of them whatever it is sent, and leaves larger
+// blocks to the global allocator; requests parsed with it read as with Beast's own.
+#include "spare_blocks.hpp"
 #include "http.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <boost/beast/http/parser.hpp>
 
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace srv = inferwire::server;
-using blocks = srv::detail::field_blocks;
+using blocks = srv::detail::spare_blocks;
 
 // Each case runs on a thread of its own, whose spares start empty (the test thread waits, so
 // no two threads assert at once; CHECK, not REQUIRE, as an exception must not leave a thread).
@@ -23,9 +24,9 @@ void on_new_thread(F f) {
   std::thread(f).join();
 }
 
-TEST_CASE("field_allocator: a block given back is the next one of its size class", "[field_allocator]") {
+TEST_CASE("spare_allocator: a block given back is the next one of its size class", "[spare_allocator]") {
   on_new_thread([] {
-    srv::field_allocator<char> a;
+    srv::spare_allocator<char> a;
     const std::size_t before = blocks::kept();
     CHECK(before == 0);
     char* p = a.allocate(40);
@@ -44,29 +45,54 @@ TEST_CASE("field_allocator: a block given back is the next one of its size class
   });
 }
 
-TEST_CASE("field_allocator: a thread keeps a bounded number of blocks, none larger than 512 bytes", "[field_allocator]") {
+TEST_CASE("spare_allocator: a thread keeps a bounded number of blocks, none larger than 1 KiB", "[spare_allocator]") {
   on_new_thread([] {
-    srv::field_allocator<char> a;
+    srv::spare_allocator<char> a;
     CHECK(blocks::kept() == 0);
     // Many blocks of every class, and large ones, all given back at once.
     std::vector<std::pair<char*, std::size_t>> held;
-    for (std::size_t size : {1, 64, 65, 128, 129, 192, 200, 256, 300, 320, 384, 400, 448, 500, 512, 513, 4096, 1 << 20})
+    std::vector<std::size_t> sizes = {1, 4096, 1 << 20};
+    for (std::size_t s = 64; s <= 1024; s += 64) sizes.insert(sizes.end(), {s - 63, s - 1, s});
+    sizes.push_back(1025);
+    for (std::size_t size : sizes)
       for (int i = 0; i < 100; ++i) held.emplace_back(a.allocate(size), size);
     for (auto [p, n] : held) {
       std::fill(p, p + n, 'x');  // each block holds what was asked for
       a.deallocate(p, n);
     }
-    CHECK(blocks::kept() == blocks::classes * blocks::max_spares);
+    const std::size_t most = 8 * 32 + 8 * 8;  // 32 of each class up to 512 bytes, 8 beyond
+    CHECK(blocks::kept() == most);
+    CHECK(blocks::max_kept_bytes() == 32 * 64 * (1 + 8) * 8 / 2 + 8 * 64 * (9 + 16) * 8 / 2);
+    CHECK(blocks::max_kept_bytes() <= 122 * 1024);
     // A large block is not kept.
-    char* big = a.allocate(4096);
-    a.deallocate(big, 4096);
-    CHECK(blocks::kept() == blocks::classes * blocks::max_spares);
+    char* big = a.allocate(1025);
+    a.deallocate(big, 1025);
+    CHECK(blocks::kept() == most);
   });
 }
 
-TEST_CASE("field_allocator: a block freed on another thread joins that thread's spares", "[field_allocator]") {
+TEST_CASE("spare_allocator: an inference call's block comes back to the next call", "[spare_allocator]") {
   on_new_thread([] {
-    srv::field_allocator<char> a;
+    struct call : std::enable_shared_from_this<call> {
+      char state[900];
+    };
+    const srv::spare_allocator<call> a;
+    const void* first = nullptr;
+    {
+      auto c = std::allocate_shared<call>(a);
+      first = c.get();
+      CHECK(c->shared_from_this() == c);
+    }
+    CHECK(blocks::kept() == 1);
+    auto again = std::allocate_shared<call>(a);
+    CHECK(static_cast<const void*>(again.get()) == first);
+    CHECK(blocks::kept() == 0);
+  });
+}
+
+TEST_CASE("spare_allocator: a block freed on another thread joins that thread's spares", "[spare_allocator]") {
+  on_new_thread([] {
+    srv::spare_allocator<char> a;
     char* p = a.allocate(100);
     std::size_t there = 0;
     std::thread([&] {
@@ -78,7 +104,7 @@ TEST_CASE("field_allocator: a block freed on another thread joins that thread's 
   });
 }
 
-TEST_CASE("field_allocator: requests parsed with it read as Beast parses them", "[field_allocator]") {
+TEST_CASE("spare_allocator: requests parsed with it read as Beast parses them", "[spare_allocator]") {
   on_new_thread([] {
     std::string text = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                        "Inference-Header-Content-Length: 3\r\n";
@@ -107,6 +133,6 @@ TEST_CASE("field_allocator: requests parsed with it read as Beast parses them", 
       CHECK(copy["X-Field-20"] == std::string(100, 'v'));
     }
     CHECK(blocks::kept() > 0);
-    CHECK(blocks::kept() <= blocks::classes * blocks::max_spares);
+    CHECK(blocks::kept() <= 8 * 32 + 8 * 8);
   });
 }

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory for the fields of the HTTP requests the server parses. Beast gives every field of a
-// request (and its target) a block of its own, and frees them all when the request is done:
-// three or four blocks of a few dozen bytes per request, each a trip through malloc and free.
+// Memory for the small objects every request makes and frees: the fields of the HTTP requests
+// the server parses (Beast gives every field, and the target, a block of its own: three or four
+// blocks of a few dozen bytes per request) and the inference call of each request, HTTP or gRPC
+// (about 1 KiB). Each a trip through malloc and free, about 150 instructions a pair.
 // Each thread keeps the blocks its requests gave back, a few of each size, and hands them to
 // the next request; a larger block, or one beyond the few kept, goes to the global allocator
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
-// eight sizes, 64 to 512 bytes, 72 KiB in all. (Boost.Pool's pools and std::pmr's pool
-// resources keep every block they ever held until they are released, and are shared between
-// threads behind a lock or not at all: neither bound fits a server whose clients choose how
-// many fields they send.)
+// eight sizes from 64 to 512 bytes and 8 of each of the eight from 576 to 1,024, 122 KiB in
+// all. (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until
+// they are released, and are shared between threads behind a lock or not at all: neither bound
+// fits a server whose clients choose how many fields they send.)
 #pragma once
 
 #include <array>
@@ -20,11 +21,20 @@ namespace inferwire::server {
 
 namespace detail {
 
-class field_blocks {
+class spare_blocks {
  public:
   static constexpr std::size_t granule = 64;  ///< block sizes are multiples of it
-  static constexpr std::size_t classes = 8;   ///< up to 512 bytes
-  static constexpr std::size_t max_spares = 32;
+  static constexpr std::size_t classes = 16;  ///< up to 1,024 bytes
+  static constexpr std::size_t small_classes = 8;  ///< up to 512 bytes: many per request
+  /// How many blocks of class `c` a thread keeps.
+  static constexpr std::size_t most_spares = 32;
+  static constexpr std::size_t max_spares(std::size_t c) noexcept { return c < small_classes ? most_spares : 8; }
+  /// The most a thread keeps, in bytes.
+  static constexpr std::size_t max_kept_bytes() noexcept {
+    std::size_t n = 0;
+    for (std::size_t c = 0; c < classes; ++c) n += max_spares(c) * (c + 1) * granule;
+    return n;
+  }
 
   static void* take(std::size_t bytes) {
     const std::size_t c = class_of(bytes);
@@ -42,7 +52,7 @@ class field_blocks {
     const std::size_t c = class_of(bytes);
     if (c < classes && !gone) {
       auto& s = spares();
-      if (s.count[c] < max_spares) {
+      if (s.count[c] < max_spares(c)) {
         s.blocks[c][s.count[c]++] = p;
         return;
       }
@@ -62,7 +72,7 @@ class field_blocks {
   static std::size_t class_of(std::size_t bytes) noexcept { return bytes == 0 ? 0 : (bytes - 1) / granule; }
 
   struct lists {
-    std::array<std::array<void*, max_spares>, classes> blocks{};
+    std::array<std::array<void*, most_spares>, classes> blocks{};
     std::array<std::size_t, classes> count{};
     ~lists() {
       gone = true;  // a request freed later on this thread, while it exits, frees its blocks
@@ -80,25 +90,25 @@ class field_blocks {
 
 }  // namespace detail
 
-/// The allocator of parsed requests' fields (stateless: every instance uses the calling
-/// thread's spare blocks, and a block may be freed on any thread).
+/// The allocator of parsed requests' fields and of inference calls (stateless: every instance
+/// uses the calling thread's spare blocks, and a block may be freed on any thread).
 template <class T>
-struct field_allocator {
+struct spare_allocator {
   using value_type = T;
   static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
-  field_allocator() noexcept = default;
+  spare_allocator() noexcept = default;
   template <class U>
-  field_allocator(const field_allocator<U>&) noexcept {}
+  spare_allocator(const spare_allocator<U>&) noexcept {}
 
   T* allocate(std::size_t n) {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
-    return static_cast<T*>(detail::field_blocks::take(n * sizeof(T)));
+    return static_cast<T*>(detail::spare_blocks::take(n * sizeof(T)));
   }
-  void deallocate(T* p, std::size_t n) noexcept { detail::field_blocks::give(p, n * sizeof(T)); }
+  void deallocate(T* p, std::size_t n) noexcept { detail::spare_blocks::give(p, n * sizeof(T)); }
 
   template <class U>
-  bool operator==(const field_allocator<U>&) const noexcept {
+  bool operator==(const spare_allocator<U>&) const noexcept {
     return true;
   }
 };
