@@ -52,6 +52,9 @@ struct growing_body {
     reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
     void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
       constexpr std::uint64_t first = 64 * 1024;
+      // A small body goes into a string an earlier request gave back (its job's end).
+      if (length && *length <= spare_strings::max_capacity && body_.capacity() < *length)
+        body_ = spare_strings::take();
       if (length) body_.reserve(static_cast<std::size_t>(std::min(*length, first)));
       ec = {};
     }

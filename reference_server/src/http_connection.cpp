@@ -630,6 +630,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   }
 
   void finish(bool keep) {
+    spare_strings::give(std::move(reply_.body));  // for a later reply's header (encode)
     reply_ = {};
     head_request_ = false;
     body_charge_.reset();

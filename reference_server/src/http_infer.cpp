@@ -154,6 +154,7 @@ bool costly_to_decode(const request_t& req, const body_buffer* big) {
 
 endpoints::infer_job::~infer_job() {
   if (recalled && !memo_gone) memo_of_thread.requests.recycle(std::move(request));
+  spare_strings::give(std::move(req.body()));
 }
 
 std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
@@ -393,6 +394,8 @@ reply endpoints::encode(infer_job& job) {
   // A model's responses to a client repeat their header: the last one this thread encoded
   // is not written again (but for the data arrays of outputs in JSON).
   v2::detail::response_header_memo& memo = memo_of_thread.responses;
+  // The header goes into a string an earlier reply gave back (the connection's, once sent).
+  if (job.encoded.header.capacity() <= std::string().capacity()) job.encoded.header = spare_strings::take();
   if (!memo.recall(job.response, job.encoded)) {
     std::vector<std::size_t>& json_data = memo_of_thread.json_data;
     if (auto st = v2::encode_infer_response(job.response, job.encoded, &json_data)) return error_reply(st);

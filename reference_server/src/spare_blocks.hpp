@@ -7,7 +7,8 @@
 // the next request; a larger block, or one beyond the few kept, goes to the global allocator
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
 // eight sizes from 64 to 512 bytes and 8 of each of the eight from 576 to 1,024, 122 KiB in
-// all. (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until
+// all. Strings that every request fills, its body and its reply's header, are kept the same
+// way (spare_strings: 16 of at most 1 KiB each). (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until
 // they are released, and are shared between threads behind a lock or not at all: neither bound
 // fits a server whose clients choose how many fields they send.)
 #pragma once
@@ -16,6 +17,8 @@
 #include <cstddef>
 #include <limits>
 #include <new>
+#include <string>
+#include <utility>
 
 namespace inferwire::server {
 
@@ -111,6 +114,46 @@ struct spare_allocator {
   bool operator==(const spare_allocator<U>&) const noexcept {
     return true;
   }
+};
+
+/// Strings a request filled and gave back (a small request's body, a reply's JSON header), kept
+/// with their capacity for the next request's: 16 per thread, of at most 1 KiB each. A string
+/// taken is empty; what it held before is not readable through it.
+class spare_strings {
+ public:
+  static constexpr std::size_t max_capacity = 1024;
+  static constexpr std::size_t max_kept = 16;
+
+  /// An empty string, with the capacity of one given back if the thread has one.
+  static std::string take() noexcept {
+    if (gone) return {};
+    auto& s = spares();
+    if (s.count == 0) return {};
+    return std::move(s.strings[--s.count]);
+  }
+  /// Keeps `str`'s memory when it is worth keeping and the thread has room.
+  static void give(std::string&& str) noexcept {
+    const std::size_t cap = str.capacity();
+    if (gone || cap > max_capacity || cap <= std::string().capacity()) return;  // large, or inline
+    auto& s = spares();
+    if (s.count == max_kept) return;
+    str.clear();
+    s.strings[s.count++] = std::move(str);
+  }
+  /// Strings the calling thread keeps (for tests).
+  static std::size_t kept() noexcept { return gone ? 0 : spares().count; }
+
+ private:
+  struct list {
+    std::array<std::string, max_kept> strings;
+    std::size_t count = 0;
+    ~list() { gone = true; }
+  };
+  static list& spares() noexcept {
+    thread_local list s;
+    return s;
+  }
+  static inline thread_local bool gone = false;  // trivially destructible, as spare_blocks's
 };
 
 }  // namespace inferwire::server

@@ -136,3 +136,26 @@ TEST_CASE("spare_allocator: requests parsed with it read as Beast parses them", 
     CHECK(blocks::kept() <= 8 * 32 + 8 * 8);
   });
 }
+
+TEST_CASE("spare_strings: a string given back comes back empty with its capacity, within bounds", "[spare_allocator]") {
+  on_new_thread([] {
+    using strings = srv::spare_strings;
+    CHECK(strings::kept() == 0);
+    CHECK(strings::take().capacity() == std::string().capacity());  // none kept: a new string
+    std::string body(300, 'b');
+    const char* memory = body.data();
+    strings::give(std::move(body));
+    CHECK(strings::kept() == 1);
+    std::string again = strings::take();
+    CHECK(again.empty());  // nothing of what it held shows
+    CHECK(again.capacity() >= 300);
+    CHECK(again.data() == memory);
+    CHECK(strings::kept() == 0);
+    // Inline and large strings are not kept; at most max_kept are.
+    strings::give(std::string("short"));
+    strings::give(std::string(strings::max_capacity + 1, 'x'));
+    CHECK(strings::kept() == 0);
+    for (int i = 0; i < 40; ++i) strings::give(std::string(strings::max_capacity, 'x'));
+    CHECK(strings::kept() == strings::max_kept);
+  });
+}
