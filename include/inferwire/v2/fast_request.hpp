@@ -90,6 +90,33 @@ class json_elements {
     return integer(v);
   }
   bool on_uint64(std::uint64_t v) { return integer(v); }
+
+  /// An INT32 tensor's element at p, read and stored here where it is a plain integer of at
+  /// most 9 digits followed by a byte that ends a number: -?(0|[1-9][0-9]{0,8}), what
+  /// read_number reads to the same on_int64. Anything else (a fraction, an exponent, a leading
+  /// zero, more digits, the text's end) returns false with p unmoved, for read_number.
+  [[gnu::always_inline]] bool read_int32(const char*& p, const char* end) {
+    const char* q = p;
+    const bool negative = q != end && *q == '-';
+    q += negative;
+    if (q == end) return false;
+    auto d = static_cast<unsigned char>(*q - '0');
+    if (d >= 10) return false;
+    std::uint32_t v = d;
+    ++q;
+    if (v != 0)
+      for (int digits = 1; q != end; ++q, ++digits) {
+        d = static_cast<unsigned char>(*q - '0');
+        if (d >= 10) break;
+        if (digits == 9) return false;
+        v = v * 10 + d;
+      }
+    if (q == end) return false;
+    if (static_cast<unsigned char>(*q - '0') < 10 || *q == '.' || *q == 'e' || *q == 'E') return false;
+    append(negative ? -static_cast<std::int32_t>(v) : static_cast<std::int32_t>(v));
+    p = q;
+    return true;
+  }
   [[gnu::always_inline]] bool on_double(double d) {
     if (type_ == data_type::fp32) [[likely]]
       return append(static_cast<float>(d));
@@ -829,9 +856,14 @@ class json_request_memo {
       p = skip_json_space(p + 1, end);
       elements_.start(a.type, a.bytes);
       element_events events{elements_};
+      const bool int32 = a.type == data_type::int32;
       for (;;) {
         boost::json::error_code ec;
-        if (p == end || !read_number(p, end, events, ec)) return false;  // (p null: not plain)
+        if (int32 && elements_.read_int32(p, end)) {
+          // (the number read, and stored: the same as read_number and on_int64 below)
+        } else if (p == end || !read_number(p, end, events, ec)) {
+          return false;  // (p null: not plain)
+        }
         if (p != end && *p == ',') {  // the common case: a comma, then the next number
           p = skip_json_space(p + 1, end);
           continue;

@@ -342,7 +342,9 @@ TEST_CASE("fast request path: a header that repeats the last one but for its dat
   for (const auto& [d0, d1] : std::vector<std::pair<std::string, std::string>>{
            {"[1,2,3,4]", "[5,6,7,8]"},
            {"[-2147483648,2147483647,0,-0]", "[10, 20, 30, 40]"},
-           {"[ 1 ,\n2 ,\t3 , 4 ]", "[123456789,-1,7,0]"}}) {
+           {"[ 1 ,\n2 ,\t3 , 4 ]", "[123456789,-1,7,0]"},
+           // INT32's own reading takes up to 9 digits; 10 go through read_number.
+           {"[999999999,-999999999,1000000000,-1000000000]", "[0,-0,9,-9]"}}) {
     INFO(d0 << " " << d1);
     const auto got = recall_after(first, two_inputs(d0, d1));
     REQUIRE(got);
@@ -362,6 +364,9 @@ TEST_CASE("fast request path: a header that repeats the last one but for its dat
            two_inputs("[[1,2],[3,4]]", "[5,6,7,8]"), two_inputs("[1,2,3,2147483648]", "[5,6,7,8]"),
            two_inputs("[1,2,3,4.5]", "[5,6,7,8]"), two_inputs("[1,2,3,1e30]", "[5,6,7,8]"),
            two_inputs("[1,2,3,01]", "[5,6,7,8]"), two_inputs("[1,2,3,4,]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,-]", "[5,6,7,8]"), two_inputs("[1,2,3,00]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,-01]", "[5,6,7,8]"), two_inputs("[1,2,3,1E2]", "[5,6,7,8]"),
+           two_inputs("[1,2,3,-1.0]", "[5,6,7,8]"), two_inputs("[1,2,3,-2147483649]", "[5,6,7,8]"),
            two_inputs("[1,2,3 4]", "[5,6,7,8]"), two_inputs("[1,2,3,4", "[5,6,7,8]"),
            two_inputs("[1,2,3,\"4\"]", "[5,6,7,8]"), two_inputs("[1,2,3,null]", "[5,6,7,8]"),
            two_inputs("[1,2,3,4]", "[5,6,7,8]", "INT64"), two_inputs("[1,2,3,4]", "[5,6,7,8]", "INT32", "[4,1]"),
