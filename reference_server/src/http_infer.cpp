@@ -395,7 +395,7 @@ reply endpoints::encode(infer_job& job) {
   // is not written again (but for the data arrays of outputs in JSON).
   v2::detail::response_header_memo& memo = memo_of_thread.responses;
   // The header goes into a string an earlier reply gave back (the connection's, once sent).
-  if (job.encoded.header.capacity() <= std::string().capacity()) job.encoded.header = spare_strings::take();
+  job.encoded.header = spare_strings::take();
   if (!memo.recall(job.response, job.encoded)) {
     std::vector<std::size_t>& json_data = memo_of_thread.json_data;
     if (auto st = v2::encode_infer_response(job.response, job.encoded, &json_data)) return error_reply(st);

@@ -8,9 +8,10 @@
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
 // eight sizes from 64 to 512 bytes and 8 of each of the eight from 576 to 1,024, 122 KiB in
 // all. Strings that every request fills, its body and its reply's header, are kept the same
-// way (spare_strings: 16 of at most 1 KiB each). (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until
-// they are released, and are shared between threads behind a lock or not at all: neither bound
-// fits a server whose clients choose how many fields they send.)
+// way (spare_strings: 16 of at most 1 KiB each). (Boost.Pool's pools and std::pmr's pool
+// resources keep every block they ever held until they are released, and are shared between
+// threads behind a lock or not at all: neither bound fits a server whose clients choose how
+// many fields they send.)
 #pragma once
 
 #include <array>
@@ -29,8 +30,8 @@ class spare_blocks {
   static constexpr std::size_t granule = 64;  ///< block sizes are multiples of it
   static constexpr std::size_t classes = 16;  ///< up to 1,024 bytes
   static constexpr std::size_t small_classes = 8;  ///< up to 512 bytes: many per request
+  static constexpr std::size_t most_spares = 32;  ///< of each small class
   /// How many blocks of class `c` a thread keeps.
-  static constexpr std::size_t most_spares = 32;
   static constexpr std::size_t max_spares(std::size_t c) noexcept { return c < small_classes ? most_spares : 8; }
   /// The most a thread keeps, in bytes.
   static constexpr std::size_t max_kept_bytes() noexcept {
