@@ -6,6 +6,7 @@
 //   service, and encodes the reply. Nothing in it knows about sockets.
 #pragma once
 
+#include "http_request.hpp"
 #include "spare_blocks.hpp"
 #include "server.hpp"
 #include "reply_queue.hpp"
@@ -17,8 +18,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/optional/optional.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -39,43 +38,6 @@ namespace inferwire::server::rest {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-
-/// The body of requests read by the parser (small bodies, chunked bodies): a string that grows
-/// as bytes arrive. Beast's string_body reserves the whole announced Content-Length up front,
-/// which would let a client that sends nothing make the server allocate a gigabyte.
-struct growing_body {
-  using value_type = std::string;
-  static std::uint64_t size(const value_type& v) noexcept { return v.size(); }
-  class reader {
-   public:
-    template <bool isRequest, class Fields>
-    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
-    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
-      constexpr std::uint64_t first = 64 * 1024;
-      // A small body goes into a string an earlier request gave back (its job's end).
-      if (length && *length <= spare_strings::max_capacity && body_.capacity() < *length)
-        body_ = spare_strings::take();
-      if (length) body_.reserve(static_cast<std::size_t>(std::min(*length, first)));
-      ec = {};
-    }
-    template <class ConstBufferSequence>
-    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
-      const std::size_t n = net::buffer_size(buffers);
-      const std::size_t have = body_.size();
-      body_.resize(have + n);  // geometric growth
-      ec = {};
-      return net::buffer_copy(net::buffer(body_.data() + have, n), buffers);
-    }
-    void finish(beast::error_code& ec) { ec = {}; }
-
-   private:
-    value_type& body_;
-  };
-};
-/// Fields of parsed requests come from each thread's spare blocks (spare_blocks.hpp).
-using request_fields = bhttp::basic_fields<spare_allocator<char>>;
-using request_t = bhttp::request<growing_body, request_fields>;
-using request_parser = bhttp::parser<true, growing_body, spare_allocator<char>>;
 
 /// A request body read outside the parser (large bodies). Memory follows the bytes received,
 /// never the length announced: the buffer starts small and doubles as bytes arrive (an
@@ -166,10 +128,10 @@ class endpoints {
 
   /// Answers `req` (whose body is `big` when it was read outside the parser): the reply now,
   /// or nothing when `out` receives it later.
-  std::optional<reply> handle(request_t&& req, std::shared_ptr<body_buffer> big,
+  std::optional<reply> handle(http_request&& req, std::shared_ptr<body_buffer> big,
                               const std::shared_ptr<responder>& out, const receive_times& received);
   /// The metrics port: GET /metrics.
-  reply metrics(const request_t& req) const;
+  reply metrics(const http_request& req) const;
 
  private:
   struct infer_job;
@@ -177,20 +139,20 @@ class endpoints {
   reply model_config(const inferwire::http::route& r);
   reply statistics(const inferwire::http::route& r);
   reply shared_memory(const inferwire::http::route& r, std::string_view body);
-  reply trace(const inferwire::http::route& r, const request_t& req);
-  reply logging(const request_t& req);
-  reply repository_index(const request_t& req);
-  std::optional<reply> repository_control(const inferwire::http::route& r, request_t&& req,
+  reply trace(const inferwire::http::route& r, const http_request& req);
+  reply logging(const http_request& req);
+  reply repository_index(const http_request& req);
+  std::optional<reply> repository_control(const inferwire::http::route& r, http_request&& req,
                                           const std::shared_ptr<responder>& out);
   /// An inference: here, or on the execution pool when its large body is costly to decode.
-  std::optional<reply> infer(const inferwire::http::route& r, request_t&& req,
+  std::optional<reply> infer(const inferwire::http::route& r, http_request&& req,
                              std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
                              const receive_times& received);
-  std::optional<reply> infer_here(const inferwire::http::route& r, request_t&& req,
+  std::optional<reply> infer_here(const inferwire::http::route& r, http_request&& req,
                                   std::shared_ptr<body_buffer> big, const std::shared_ptr<responder>& out,
                                   const receive_times& received);
   struct generate_job;
-  std::optional<reply> generate(const inferwire::http::route& r, request_t&& req, bool streaming,
+  std::optional<reply> generate(const inferwire::http::route& r, http_request&& req, bool streaming,
                                 const std::shared_ptr<responder>& out);
   status decode_body(infer_job& job, std::string_view content_encoding,
                      std::optional<std::string_view> content_length,

@@ -15,7 +15,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
 
 #include <algorithm>
 #include <array>
@@ -39,8 +40,7 @@ using rest::budget_reply;
 using rest::body_buffer;
 using rest::error_reply;
 using rest::reply;
-using rest::growing_body;
-using rest::request_t;
+using rest::http_request;
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -327,8 +327,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
       return parse_header();
     }
     if (ec) return on_read_error(ec);
-    auto& req = parser_->get();
-    header_fields_ = static_cast<std::size_t>(std::distance(req.begin(), req.end()));
+    const auto& req = parser_->get();
     // (A request whose body came with its header has nothing to wait for: no lookup.)
     if (!parser_->is_done() && iso_lower(req[bhttp::field::expect]) == "100-continue") {
       continue_ = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
@@ -412,7 +411,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   // Hands a complete request to the endpoints. Every exception out of its handling (an
   // allocation failure, above all) becomes an error reply for that request; the connection and
   // the server go on.
-  void dispatch(request_t&& req, std::shared_ptr<body_buffer> big = {}) {
+  void dispatch(http_request&& req, std::shared_ptr<body_buffer> big = {}) {
     head_request_ = req.method() == bhttp::verb::head;
     executing_ = true;  // the watchdog leaves a connection alone while its request runs
     try {
@@ -493,14 +492,9 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
     keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
     received_.body = read_at_;  // the read that completed the body
     in_flight_.emplace(s_.in_flight);
+    // (A chunked body's trailer fields are not among the request's: it is judged by its header
+    // block alone, so a restricted API's key arriving after the body does not count.)
     auto req = parser_->release();
-    // Beast adds a chunked body's trailer fields to the header's: a request is judged by its
-    // header block alone (a restricted API's key arriving after the body would count).
-    if (req.chunked()) {
-      auto it = req.begin();
-      for (std::size_t i = 0; i < header_fields_ && it != req.end(); ++i) ++it;
-      while (it != req.end()) it = req.erase(it);
-    }
     if (metrics_) {
       head_request_ = req.method() == bhttp::verb::head;
       return write(endpoints_.metrics(req));
@@ -730,7 +724,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   bool watching_peer_ = false;
   std::atomic<bool> gone_{false};
   beast::flat_buffer buffer_;
-  request_t direct_;
+  http_request direct_;
   std::shared_ptr<body_buffer> direct_body_;
   std::string head_;
   server_state& s_;
@@ -742,7 +736,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   bool drained_ = false;        ///< its last read was short: the socket had nothing more
   bool own_read_ = false;       ///< the next read is read_reported's, not Asio's
   std::optional<rest::request_parser> parser_;
-  std::function<void(std::uint64_t, std::string_view, beast::error_code&)> chunk_cb_;
+  rest::request_parser::chunk_callback chunk_cb_;
   std::size_t chunks_ = 0;
   std::uint64_t chunked_bytes_ = 0;  ///< the chunked body's bytes so far
   bool chunk_overflow_ = false;
@@ -753,7 +747,6 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   byte_budget::charge body_charge_{s_.body_budget};  ///< the parser-read body of this request
   bool keep_alive_ = true;
   bool head_request_ = false;  ///< the request being answered is a HEAD
-  std::size_t header_fields_ = 0;    ///< the fields of the header block (trailers come after)
   bool framing_rewritten_ = false;  ///< Content-Length dropped for Transfer-Encoding (close after)
   bool reading_header_ = true;  ///< parse() reads up to the end of the header, else of the message
   rest::receive_times received_;  ///< when the current request's header and body arrived

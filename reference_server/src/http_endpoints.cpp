@@ -230,7 +230,7 @@ reply budget_reply(const byte_budget& budget) {
 
 // --- routing ---------------------------------------------------------------------------------
 
-std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buffer> big,
+std::optional<reply> endpoints::handle(http_request&& req, std::shared_ptr<body_buffer> big,
                                        const std::shared_ptr<responder>& out, const receive_times& received) {
   const route r = inferwire::http::match_route(req.target());
   if (big && r.kind != endpoint::model_infer) {
@@ -313,7 +313,7 @@ std::optional<reply> endpoints::handle(request_t&& req, std::shared_ptr<body_buf
   return error_reply(404, "Not Found");
 }
 
-reply endpoints::metrics(const request_t& req) const {
+reply endpoints::metrics(const http_request& req) const {
   const std::string_view path = inferwire::http::target_path(req.target());
   if (req.method() != bhttp::verb::get) return error_reply(405, "Method Not Allowed");
   reply r;
@@ -386,7 +386,7 @@ reply endpoints::shared_memory(const route& r, std::string_view body) {
 
 // --- trace and log settings ----------------------------------------------------------------------
 
-reply endpoints::trace(const route& r, const request_t& req) {
+reply endpoints::trace(const route& r, const http_request& req) {
   std::string_view model;
   if (r.kind == endpoint::model_trace) {
     if (!r.version.empty()) return error_reply(404, "Not Found");
@@ -400,7 +400,7 @@ reply endpoints::trace(const route& r, const request_t& req) {
   return json_of(result);
 }
 
-reply endpoints::logging(const request_t& req) {
+reply endpoints::logging(const http_request& req) {
   std::optional<v2::log_settings> update;
   if (req.method() == bhttp::verb::post)
     if (auto st = parse_body_as(req.body(), update.emplace())) return error_reply(st);
@@ -411,7 +411,7 @@ reply endpoints::logging(const request_t& req) {
 
 // --- model repository (v2-protocol §6) -----------------------------------------------------------
 
-reply endpoints::repository_index(const request_t& req) {
+reply endpoints::repository_index(const http_request& req) {
   v2::repository_index_request q;
   if (!req.body().empty())
     if (auto st = read_index_request(req.body(), q)) return error_reply(st);
@@ -424,12 +424,12 @@ reply endpoints::repository_index(const request_t& req) {
 // Load and unload run on the execution pool: they are synchronous for the client (the reply
 // comes when they finished) but never hold an I/O thread. `out` keeps the connection, and with
 // it this object, alive until the reply is handed over.
-std::optional<reply> endpoints::repository_control(const route& r, request_t&& req,
+std::optional<reply> endpoints::repository_control(const route& r, http_request&& req,
                                                    const std::shared_ptr<responder>& out) {
   if (auto st = svc_.repository_available(r.repository)) return error_reply(st);
   const v2::codec_limits limits{static_cast<std::size_t>(s_.opts.http_max_input_size)};
   if (auto st = v2::check_json_size(req.body().size(), limits)) return error_reply(st);
-  auto shared = std::make_shared<request_t>(std::move(req));
+  auto shared = std::make_shared<http_request>(std::move(req));
   const bool load = r.kind == endpoint::repository_load;
   net::post(s_.execution, [this, out, shared, load, model = std::string(r.model),
                            repository = std::string(r.repository)] {

@@ -32,7 +32,7 @@ using inferwire::http::route;
 /// allocating): the service calls it while it holds the call, and the reply takes a reference.
 struct endpoints::infer_job : infer_call, std::enable_shared_from_this<infer_job> {
   ~infer_job();
-  request_t req;
+  http_request req;
   std::shared_ptr<body_buffer> big_body;
   std::string inflated;
   v2::encoded_body encoded;
@@ -50,7 +50,7 @@ struct infer_fields {
   std::string_view accept_encoding, content_encoding;
   std::optional<std::string_view> content_length, header_length;
 
-  explicit infer_fields(const request_t& req) {
+  explicit infer_fields(const http_request& req) {
     bool accept = false, coding = false;
     for (const auto& f : req) {
       switch (f.name()) {
@@ -138,7 +138,7 @@ namespace {
 constexpr std::size_t costly_compressed_bytes = 4 * 1024;
 constexpr std::size_t costly_json_bytes = 64 * 1024;
 
-bool costly_to_decode(const request_t& req, const body_buffer* big) {
+bool costly_to_decode(const http_request& req, const body_buffer* big) {
   const std::size_t size = big ? big->view().size() : req.body().size();
   if (size <= costly_compressed_bytes) return false;
   const infer_fields f(req);
@@ -154,10 +154,9 @@ bool costly_to_decode(const request_t& req, const body_buffer* big) {
 
 endpoints::infer_job::~infer_job() {
   if (recalled && !memo_gone) memo_of_thread.requests.recycle(std::move(request));
-  spare_strings::give(std::move(req.body()));
 }
 
-std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
+std::optional<reply> endpoints::infer(const route& r, http_request&& req, std::shared_ptr<body_buffer> big,
                                       const std::shared_ptr<responder>& out, const receive_times& received) {
   if (!costly_to_decode(req, big.get())) return infer_here(r, std::move(req), std::move(big), out, received);
   // The reply comes through `out`, which keeps the connection (and these endpoints) alive.
@@ -174,7 +173,7 @@ std::optional<reply> endpoints::infer(const route& r, request_t&& req, std::shar
   return std::nullopt;
 }
 
-std::optional<reply> endpoints::infer_here(const route& r, request_t&& req, std::shared_ptr<body_buffer> big,
+std::optional<reply> endpoints::infer_here(const route& r, http_request&& req, std::shared_ptr<body_buffer> big,
                                            const std::shared_ptr<responder>& out, const receive_times& received) {
   auto job = make_call<infer_job>();
   job->times.received = received.body;  // the read that completed the request
@@ -242,7 +241,7 @@ struct endpoints::generate_job : infer_call, std::enable_shared_from_this<endpoi
   }
 };
 
-std::optional<reply> endpoints::generate(const route& r, request_t&& req, bool streaming,
+std::optional<reply> endpoints::generate(const route& r, http_request&& req, bool streaming,
                                          const std::shared_ptr<responder>& out) {
   auto job = make_call<generate_job>();
   job->streaming = streaming;

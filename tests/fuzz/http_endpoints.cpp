@@ -189,7 +189,7 @@ void check(const rest::reply& r) {
   }
 }
 
-void answer(fixture& f, rest::request_t&& req) {
+void answer(fixture& f, rest::http_request&& req) {
   auto out = std::make_shared<catcher>();
   const auto now = srv::clock::now();
   std::optional<rest::reply> r;
@@ -218,7 +218,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t used = parser.put(boost::asio::buffer(in.data(), in.size()), ec);
     if (ec || !parser.is_done()) break;
     in.remove_prefix(used);
-    rest::request_t req = parser.release();
+    rest::http_request req = parser.release();
     touched_repository |= req.target().find("repository") != boost::beast::string_view::npos;
     answer(f, std::move(req));
   }

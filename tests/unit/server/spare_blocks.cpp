@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The allocator of parsed requests' fields and of inference calls: a thread reuses the blocks
-// its requests gave back, keeps a bounded number of them whatever it is sent, and leaves larger
-// blocks to the global allocator; requests parsed with it read as with Beast's own.
+// The allocator of inference calls: a thread reuses the blocks its calls gave back, keeps a
+// bounded number of them whatever it is sent, and leaves larger blocks to the global
+// allocator. The spare strings of request and reply bodies keep a bounded number as well.
 #include "spare_blocks.hpp"
-#include "http.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <boost/beast/http/parser.hpp>
 
 #include <memory>
 #include <string>
@@ -101,39 +98,6 @@ TEST_CASE("spare_allocator: a block freed on another thread joins that thread's 
     }).join();
     CHECK(there == 1);
     CHECK(blocks::kept() == 0);
-  });
-}
-
-TEST_CASE("spare_allocator: requests parsed with it read as Beast parses them", "[spare_allocator]") {
-  on_new_thread([] {
-    std::string text = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                       "Inference-Header-Content-Length: 3\r\n";
-    for (int i = 0; i < 40; ++i)  // more fields than a thread keeps blocks of one size
-      text += "X-Field-" + std::to_string(i) + ": " + std::string(static_cast<std::size_t>(i) * 5, 'v') + "\r\n";
-    text += "Content-Length: 5\r\n\r\nhello";
-    for (int round = 0; round < 3; ++round) {
-      srv::rest::request_parser parser;
-      boost::beast::error_code ec;
-      std::size_t used = 0;
-      while (!parser.is_done() && !ec) {
-        const std::size_t n = parser.put(boost::asio::buffer(text.data() + used, text.size() - used), ec);
-        if (ec == boost::beast::http::error::need_more) ec = {};
-        used += n;
-        if (n == 0) break;
-      }
-      CHECK_FALSE(ec);
-      CHECK(parser.is_done());
-      srv::rest::request_t req = parser.release();
-      CHECK(req.target() == "/v2/models/simple/infer");
-      CHECK(req[boost::beast::http::field::host] == "127.0.0.1");
-      CHECK(req["Inference-Header-Content-Length"] == "3");
-      CHECK(req["X-Field-39"] == std::string(195, 'v'));
-      CHECK(req.body() == "hello");
-      srv::rest::request_t copy = req;  // copies allocate from the spares as well
-      CHECK(copy["X-Field-20"] == std::string(100, 'v'));
-    }
-    CHECK(blocks::kept() > 0);
-    CHECK(blocks::kept() <= 8 * 32 + 8 * 8);
   });
 }
 
