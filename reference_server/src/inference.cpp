@@ -8,6 +8,7 @@
 #include <inferwire/v2/binary.hpp>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <cstring>
 #include <numeric>
@@ -61,6 +62,18 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                         std::int64_t& batch_size) {
   const std::string& m = c.name;
   const lazy_prefix pfx{r};  // built only on the error paths
+  // Each input's configuration, looked up once (null: the model has no such input).
+  constexpr std::size_t few = 16;
+  std::array<const tensor_config*, few> found_few{};
+  std::vector<const tensor_config*> found_many;
+  const std::size_t k = r.inputs.size();
+  const tensor_config** found = found_few.data();
+  if (k > few) {
+    found_many.resize(k);
+    found = found_many.data();
+  }
+  for (std::size_t i = 0; i < k; ++i) found[i] = c.input(r.inputs[i].name);
+
   // Names are unique among the inputs and among the outputs (the core's texts, for both
   // transports; hash sets keep it linear).
   {
@@ -69,12 +82,17 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                                            "' already exists in request"};
     };
     // The first repeated name of `list`, if any: a pairwise scan for the usual handful of
-    // tensors (no allocation), a hash set beyond that.
-    auto repeated = [](const auto& list) -> const std::string* {
-      if (list.size() <= 16) {
+    // tensors (no allocation), a hash set beyond that. Two inputs the model has share a name
+    // exactly when they share a configuration; names are compared only between inputs it has not.
+    auto repeated = [](const auto& list, const tensor_config* const* configs) -> const std::string* {
+      if (list.size() <= few) {
         for (std::size_t i = 1; i < list.size(); ++i)
-          for (std::size_t j = 0; j < i; ++j)
-            if (list[i].name == list[j].name) return &list[i].name;
+          for (std::size_t j = 0; j < i; ++j) {
+            const bool same = configs ? (configs[i] ? configs[i] == configs[j]
+                                                    : !configs[j] && list[i].name == list[j].name)
+                                      : list[i].name == list[j].name;
+            if (same) return &list[i].name;
+          }
         return nullptr;
       }
       std::unordered_set<std::string_view> seen;
@@ -83,15 +101,14 @@ status validate_request(const model_config& c, const v2::infer_request& r,
         if (!seen.insert(t.name).second) return &t.name;
       return nullptr;
     };
-    if (const auto* name = repeated(r.inputs)) return duplicate("input", *name);
-    if (const auto* name = repeated(r.outputs)) return duplicate("output", *name);
+    if (const auto* name = repeated(r.inputs, found)) return duplicate("input", *name);
+    if (const auto* name = repeated(r.outputs, nullptr)) return duplicate("output", *name);
   }
   for (const auto& o : r.outputs)
     if (!c.output(o.name))
       return {errc::invalid_arg, "unexpected inference output '" + o.name + "' for model '" + m + "'"};
 
   // Input count, then names.
-  const std::size_t k = r.inputs.size();
   const std::size_t required = c.required_inputs();
   const std::size_t total = c.inputs.size();
   if (k < required || k > total) {
@@ -112,29 +129,35 @@ status validate_request(const model_config& c, const v2::infer_request& r,
                                    ", but missing required input(s) " + name_list(missing) +
                                    ". Please provide all required input(s)."};
   }
-  for (const auto& in : r.inputs)
-    if (!c.input(in.name))
-      return {errc::invalid_arg, "unexpected inference input '" + in.name + "' for model '" + m + "'"};
+  std::size_t required_present = 0;  // distinct, as no name repeats
+  for (std::size_t i = 0; i < k; ++i) {
+    if (!found[i])
+      return {errc::invalid_arg, "unexpected inference input '" + r.inputs[i].name + "' for model '" + m + "'"};
+    if (!found[i]->optional) ++required_present;
+  }
   // Optional inputs make the count check pass with a required input missing.
-  for (const auto& t : c.inputs) {
-    if (t.optional) continue;
-    bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
-                               [&](const auto& in) { return in.name == t.name; });
-    if (!present) {
-      std::vector<std::string> got;
-      for (const auto& in : r.inputs) got.push_back(in.name);
-      return {errc::invalid_arg,
-              pfx + "expected number of inputs between " + std::to_string(required) + " and " +
-                  std::to_string(total) + " but got " + std::to_string(k) + " inputs for model '" +
-                  m + "'. Got input(s) " + name_list(got) + ", but missing required input(s) ['" +
-                  t.name + "']. Please provide all required input(s)."};
+  if (required_present < required) {
+    for (const auto& t : c.inputs) {
+      if (t.optional) continue;
+      bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
+                                 [&](const auto& in) { return in.name == t.name; });
+      if (!present) {
+        std::vector<std::string> got;
+        for (const auto& in : r.inputs) got.push_back(in.name);
+        return {errc::invalid_arg,
+                pfx + "expected number of inputs between " + std::to_string(required) + " and " +
+                    std::to_string(total) + " but got " + std::to_string(k) + " inputs for model '" +
+                    m + "'. Got input(s) " + name_list(got) + ", but missing required input(s) ['" +
+                    t.name + "']. Please provide all required input(s)."};
+      }
     }
   }
 
   batch_size = 1;
   bool have_batch = false;
-  for (const auto& in : r.inputs) {
-    const tensor_config& t = *c.input(in.name);
+  for (std::size_t i = 0; i < k; ++i) {
+    const v2::infer_input& in = r.inputs[i];
+    const tensor_config& t = *found[i];
     if (in.datatype != t.datatype)
       return {errc::invalid_arg, pfx + "inference input '" + in.name + "' data-type is '" +
                                      std::string(wire_name(in.datatype)) + "', but model '" + m +

@@ -250,6 +250,18 @@ std::vector<parity_row> table() {
   }
   {
     infer_spec s;
+    s.inputs = {{"INPUTX"}, {"INPUTX"}};  // a name the model does not have, twice: repeated first
+    rows.push_back({"infer, duplicate unknown input", errc::invalid_arg,
+                    "[request id: <id_unknown>] input 'INPUTX' already exists in request", infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
+    s.inputs = {{"INPUTX"}, {"INPUT0"}};
+    rows.push_back({"infer, unknown input first", errc::invalid_arg, "unexpected inference input 'INPUTX' for model 'simple'",
+                    infer_http(s), infer_grpc(s)});
+  }
+  {
+    infer_spec s;
     s.outputs = {"OUTPUTX"};
     rows.push_back({"infer, unknown output", errc::invalid_arg, "unexpected inference output 'OUTPUTX' for model 'simple'",
                     infer_http(s), infer_grpc(s)});
