@@ -34,8 +34,22 @@ enum class shape_errc {
 struct shape_result {
   std::int64_t value = 0;
   shape_errc error = shape_errc::ok;
-  explicit operator bool() const noexcept { return error == shape_errc::ok; }
+  constexpr explicit operator bool() const noexcept { return error == shape_errc::ok; }
 };
+
+namespace detail {
+/// a * b for a, b >= 0, or true when it does not fit in int64. With GCC and Clang a multiply
+/// and an overflow flag: a division, as the portable check needs, takes tens of cycles.
+constexpr bool multiply_overflows(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_mul_overflow(a, b, &out);
+#else
+  if (b != 0 && a > std::numeric_limits<std::int64_t>::max() / b) return true;
+  out = a * b;
+  return false;
+#endif
+}
+}  // namespace detail
 
 /// Product of the dimensions; an empty shape (a scalar) has one element.
 constexpr shape_result element_count(std::span<const std::int64_t> dims) noexcept {
@@ -43,15 +57,13 @@ constexpr shape_result element_count(std::span<const std::int64_t> dims) noexcep
   bool overflow = false;
   for (std::int64_t d : dims) {
     if (d < 0) return {0, shape_errc::invalid_dimension};
-    if (overflow) continue;  // a later negative dim still reports invalid_dimension
-    if (d != 0 && count > std::numeric_limits<std::int64_t>::max() / d) overflow = true;
-    else count *= d;
+    if (!overflow) overflow = detail::multiply_overflows(count, d, count);  // a later negative dim still counts
   }
+  if (!overflow) return {count, shape_errc::ok};
   // A zero dimension makes the product zero no matter what else overflowed.
   for (std::int64_t d : dims)
     if (d == 0) return {0, shape_errc::ok};
-  if (overflow) return {0, shape_errc::count_overflow};
-  return {count, shape_errc::ok};
+  return {0, shape_errc::count_overflow};
 }
 
 /// element_count * element_size for fixed-size types.
@@ -59,10 +71,10 @@ constexpr shape_result byte_size(std::span<const std::int64_t> dims, data_type t
   if (!is_fixed_size(t)) return {0, shape_errc::variable_size_type};
   shape_result n = element_count(dims);
   if (!n) return n;
-  auto size = static_cast<std::int64_t>(element_size(t));
-  if (n.value > std::numeric_limits<std::int64_t>::max() / size)
+  std::int64_t bytes = 0;
+  if (detail::multiply_overflows(n.value, static_cast<std::int64_t>(element_size(t)), bytes))
     return {0, shape_errc::byte_size_overflow};
-  return {n.value * size, shape_errc::ok};
+  return {bytes, shape_errc::ok};
 }
 
 /// True when some dimension is -1 (or any negative value).

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <limits>
 
 using namespace inferwire;
@@ -30,6 +31,14 @@ TEST_CASE("shape: overflow is detected, never wrapped", "[core][shape]") {
   CHECK(byte_size(shape_t{max / 4 + 1}, data_type::fp32).error == shape_errc::byte_size_overflow);
   CHECK(byte_size(shape_t{4}, data_type::bytes).error == shape_errc::variable_size_type);
   CHECK(byte_size(shape_t{4}, data_type::invalid).error == shape_errc::variable_size_type);
+  CHECK(element_count(shape_t{0, max, 2}).value == 0);
+  CHECK(element_count(shape_t{3037000500, 3037000500}).error == shape_errc::count_overflow);  // just past
+  CHECK(element_count(shape_t{3037000499, 3037000499}).value == 3037000499LL * 3037000499LL);
+
+  // The same in constant expressions.
+  static constexpr std::array<std::int64_t, 2> too_many{max, 2}, fits{1, 16};
+  static_assert(element_count(too_many).error == shape_errc::count_overflow);
+  static_assert(byte_size(fits, data_type::int64).value == 128);
 }
 
 TEST_CASE("shape: printing and variable dims", "[core][shape]") {
