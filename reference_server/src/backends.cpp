@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends.hpp"
 #include "gpu.hpp"
+#include "spare_blocks.hpp"
 
 #include <inferwire/core/bytes.hpp>
 
@@ -105,6 +106,7 @@ class simple_backend final : public backend {
     auto target = [&](const tensor_config& t, std::string& own) -> char* {
       if (const placement* p = e.output_place(t.name); p && !p->on_device() && p->size >= bytes)
         return reinterpret_cast<char*>(p->data);
+      if (bytes <= spare_strings::max_capacity) own = spare_strings::take();  // given back with the call
       own.assign(bytes, '\0');
       return own.data();
     };

@@ -127,6 +127,14 @@ struct infer_call {
   /// A step of an ensemble: how many ensembles it is nested in (0: a client's request).
   int ensemble_depth = 0;
 
+  infer_call() = default;
+  infer_call(const infer_call&) = delete;
+  infer_call& operator=(const infer_call&) = delete;
+  /// The response's small outputs go back to the thread's spare strings (spare_blocks.hpp).
+  ~infer_call() {
+    for (auto& o : response.outputs) spare_strings::give(o.data.release());
+  }
+
   /// Completes the call: its completion and hooks are taken out first (the completion may hold
   /// the call), then the completion is called with `st`. Once only.
   void finish(status st) {

@@ -87,6 +87,13 @@ class tensor_data {
   std::size_t size() const noexcept { return bytes().size(); }
   bool empty() const noexcept { return size() == 0; }
   bool owns() const noexcept { return std::holds_alternative<std::string>(v_); }
+  /// The storage this owns, moved out (an empty string for a view); this becomes empty.
+  std::string release() noexcept {
+    std::string out;
+    if (auto* s = std::get_if<std::string>(&v_)) out = std::move(*s);
+    v_ = std::span<const std::byte>{};
+    return out;
+  }
 
   friend bool operator==(const tensor_data& a, const tensor_data& b) noexcept {
     return a.str() == b.str();

@@ -22,6 +22,19 @@ TEST_CASE("types: tensor_data views borrow, own copies keep their bytes", "[v2][
   CHECK(copied.str() == "short");
   CHECK(copied.bytes().data() != moved.bytes().data());
   CHECK(copied == moved);
+
+  // release() hands over what it owns, storage included, and leaves the value empty.
+  std::string large(100, 'z');
+  const char* storage = large.data();
+  tensor_data big = tensor_data::own(std::move(large));
+  std::string back = big.release();
+  CHECK(back == std::string(100, 'z'));
+  CHECK(back.data() == storage);
+  CHECK(big.empty());
+  CHECK_FALSE(big.owns());
+  CHECK(view.release().empty());  // a view owns nothing: nothing to hand over
+  CHECK(view.empty());
+  CHECK(buffer == "Xbcd");
 }
 
 TEST_CASE("types: typed access to inputs and outputs", "[v2][types]") {
