@@ -16,8 +16,8 @@
 #include <boost/optional/optional.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
