@@ -111,22 +111,29 @@ status validate_request(const model_config& c, const v2::infer_request& r,
   // Input count, then names.
   const std::size_t required = c.required_inputs();
   const std::size_t total = c.inputs.size();
-  if (k < required || k > total) {
-    std::vector<std::string> got, missing;
+  // For the messages of the two count errors: the request's input names, and the required
+  // inputs it lacks.
+  auto input_names = [&] {
+    std::vector<std::string> got;
     for (const auto& in : r.inputs) got.push_back(in.name);
-    for (const auto& t : c.inputs) {
-      if (t.optional) continue;
-      bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
-                                 [&](const auto& in) { return in.name == t.name; });
-      if (!present) missing.push_back(t.name);
-    }
+    return got;
+  };
+  auto missing_required = [&] {
+    std::vector<std::string> missing;
+    for (const auto& t : c.inputs)
+      if (!t.optional && std::none_of(r.inputs.begin(), r.inputs.end(),
+                                      [&](const auto& in) { return in.name == t.name; }))
+        missing.push_back(t.name);
+    return missing;
+  };
+  if (k < required || k > total) {
     std::string head = required == total
                            ? "expected " + std::to_string(total) + " inputs but got "
                            : "expected number of inputs between " + std::to_string(required) +
                                  " and " + std::to_string(total) + " but got ";
     return {errc::invalid_arg, pfx + head + std::to_string(k) + " inputs for model '" + m +
-                                   "'. Got input(s) " + name_list(got) +
-                                   ", but missing required input(s) " + name_list(missing) +
+                                   "'. Got input(s) " + name_list(input_names()) +
+                                   ", but missing required input(s) " + name_list(missing_required()) +
                                    ". Please provide all required input(s)."};
   }
   std::size_t required_present = 0;  // distinct, as no name repeats
@@ -135,23 +142,14 @@ status validate_request(const model_config& c, const v2::infer_request& r,
       return {errc::invalid_arg, "unexpected inference input '" + r.inputs[i].name + "' for model '" + m + "'"};
     if (!found[i]->optional) ++required_present;
   }
-  // Optional inputs make the count check pass with a required input missing.
-  if (required_present < required) {
-    for (const auto& t : c.inputs) {
-      if (t.optional) continue;
-      bool present = std::any_of(r.inputs.begin(), r.inputs.end(),
-                                 [&](const auto& in) { return in.name == t.name; });
-      if (!present) {
-        std::vector<std::string> got;
-        for (const auto& in : r.inputs) got.push_back(in.name);
-        return {errc::invalid_arg,
-                pfx + "expected number of inputs between " + std::to_string(required) + " and " +
-                    std::to_string(total) + " but got " + std::to_string(k) + " inputs for model '" +
-                    m + "'. Got input(s) " + name_list(got) + ", but missing required input(s) ['" +
-                    t.name + "']. Please provide all required input(s)."};
-      }
-    }
-  }
+  // Optional inputs make the count check pass with a required input missing (fewer distinct
+  // required inputs present than the model has: at least one is missing).
+  if (required_present < required)
+    return {errc::invalid_arg,
+            pfx + "expected number of inputs between " + std::to_string(required) + " and " +
+                std::to_string(total) + " but got " + std::to_string(k) + " inputs for model '" + m +
+                "'. Got input(s) " + name_list(input_names()) + ", but missing required input(s) ['" +
+                missing_required().front() + "']. Please provide all required input(s)."};
 
   batch_size = 1;
   bool have_batch = false;

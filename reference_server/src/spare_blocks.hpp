@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory for the small objects every request makes and frees: the fields of the HTTP requests
-// the server parses (Beast gives every field, and the target, a block of its own: three or four
-// blocks of a few dozen bytes per request) and the inference call of each request, HTTP or gRPC
-// (about 1 KiB). Each a trip through malloc and free, about 150 instructions a pair.
+// Memory for the small objects every request makes and frees: the field index of an HTTP
+// request the server parses (http_request.hpp) and the inference call of each request, HTTP or
+// gRPC (about 1 KiB). Each a trip through malloc and free, about 150 instructions a pair.
 // Each thread keeps the blocks its requests gave back, a few of each size, and hands them to
 // the next request; a larger block, or one beyond the few kept, goes to the global allocator
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
 // eight sizes from 64 to 512 bytes and 8 of each of the eight from 576 to 1,024, 122 KiB in
-// all. Strings that every request fills, its body and its reply's header, are kept the same
-// way (spare_strings: 16 of at most 1 KiB each). (Boost.Pool's pools and std::pmr's pool
-// resources keep every block they ever held until they are released, and are shared between
-// threads behind a lock or not at all: neither bound fits a server whose clients choose how
-// many fields they send.)
+// all. Strings that every request fills (an HTTP request's text and body, its reply's header,
+// small outputs) are kept the same way (spare_strings: 16 of at most 1 KiB each).
+// (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until they
+// are released, and are shared between threads behind a lock or not at all: neither bound fits
+// a server whose clients choose how many fields they send.)
 #pragma once
 
 #include <array>
