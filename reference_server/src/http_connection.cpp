@@ -182,14 +182,19 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   // on_read; with nothing to read they are called at once, where Beast's read operations
   // would post them. Errors and the end of stream are reported as Beast reports them.
   void parse() {
+    if (reading_header_ && !parser_->got_some() && recall()) return;
     while (buffer_.size() != 0) {
       beast::error_code ec;
       const std::size_t used = parser_->put(buffer_.data(), ec);
       // Beast takes a header whole: `used` is all of it. RFC 9112 §5.2: a field folded over
       // lines (obs-fold) is refused, not unfolded (a restricted API's key must not hide there).
-      if (reading_header_ && !ec && used != 0 && folded({static_cast<const char*>(buffer_.data().data()), used})) {
-        buffer_.consume(used);
-        return refuse_folding();
+      if (reading_header_ && !ec && used != 0) {
+        const std::string_view header(static_cast<const char*>(buffer_.data().data()), used);
+        if (folded(header)) {
+          buffer_.consume(used);
+          return refuse_folding();
+        }
+        if (parser_->is_header_done() && !framing_rewritten_) memo_.remember(header, *parser_);
       }
       buffer_.consume(used);
       if (ec == bhttp::error::need_more) break;
@@ -201,6 +206,27 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
         std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), least_read, 64 * 1024);
     if (std::exchange(own_read_, false)) return read_reported(room);
     read_some(room);
+  }
+
+  // A request whose header is the connection's last plain one (http_header_memo), with its whole
+  // body buffered, is read without the parser: what it would have found, and the body's bytes.
+  bool recall() {
+    http_request req;
+    const std::size_t used =
+        memo_.recall({static_cast<const char*>(buffer_.data().data()), buffer_.size()}, req);
+    if (used == 0) return false;
+    buffer_.consume(used);
+    received_.header = read_at_;
+    if (const std::size_t length = req.body().size(); length != 0) {
+      s_.heap.note(length);
+      if (!body_charge_.add(length)) {
+        refuse_budget();
+        return true;
+      }
+    }
+    reading_header_ = false;
+    complete(std::move(req));
+    return true;
   }
 
   // Asio's read: a recv, and a wait in the event loop when it finds nothing.
@@ -488,13 +514,17 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
 
   void on_read(beast::error_code ec) {
     if (ec) return on_read_error(ec);
-    // A request framed by both Transfer-Encoding and Content-Length closes its connection.
-    keep_alive_ = parser_->get().keep_alive() && !framing_rewritten_;
-    received_.body = read_at_;  // the read that completed the body
-    in_flight_.emplace(s_.in_flight);
     // (A chunked body's trailer fields are not among the request's: it is judged by its header
     // block alone, so a restricted API's key arriving after the body does not count.)
-    auto req = parser_->release();
+    complete(parser_->release());
+  }
+
+  // A whole request, parsed or recalled.
+  void complete(http_request&& req) {
+    // A request framed by both Transfer-Encoding and Content-Length closes its connection.
+    keep_alive_ = req.keep_alive() && !framing_rewritten_;
+    received_.body = read_at_;  // the read that completed the body
+    in_flight_.emplace(s_.in_flight);
     if (metrics_) {
       head_request_ = req.method() == bhttp::verb::head;
       return write(endpoints_.metrics(req));
@@ -736,6 +766,7 @@ class session : public std::enable_shared_from_this<session>, public rest::respo
   bool drained_ = false;        ///< its last read was short: the socket had nothing more
   bool own_read_ = false;       ///< the next read is read_reported's, not Asio's
   std::optional<rest::request_parser> parser_;
+  rest::http_header_memo memo_;  ///< the last plain header, for requests that repeat it
   rest::request_parser::chunk_callback chunk_cb_;
   std::size_t chunks_ = 0;
   std::uint64_t chunked_bytes_ = 0;  ///< the chunked body's bytes so far

@@ -3,7 +3,8 @@
 // does all the reading: the grammar of RFC 9112, framing (Content-Length, chunked), the header
 // and body limits. What it reports goes into one string instead of Beast's fields container,
 // which allocated each field and linked it into a tree and a list: with the three fields of a
-// small POST that was a fifth of what parsing a request cost.
+// small POST that was a fifth of what parsing a request cost. A connection's http_header_memo
+// reads a header equal to its last one without the parser.
 #pragma once
 
 #include "spare_blocks.hpp"
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -107,6 +109,7 @@ class http_request {
 
  private:
   friend class request_parser;
+  friend class http_header_memo;
   struct entry {
     bhttp::field id;
     std::uint32_t name_at, name_length, value_at, value_length;
@@ -119,6 +122,21 @@ class http_request {
   field_view at(std::size_t i) const noexcept {
     const entry& e = fields_[i];
     return {e.id, slice(e.name_at, e.name_length), slice(e.value_at, e.value_length)};
+  }
+  /// The start line and fields (no body), the text in a spare string.
+  http_request header_copy() const {
+    http_request r;
+    r.text_ = spare_strings::take();
+    r.text_.assign(text_);
+    r.fields_ = fields_;
+    r.method_at_ = method_at_;
+    r.method_length_ = method_length_;
+    r.target_at_ = target_at_;
+    r.target_length_ = target_length_;
+    r.method_ = method_;
+    r.version_ = version_;
+    r.keep_alive_ = keep_alive_;
+    return r;
   }
   /// Appends `s` to the text; where it starts. The header limit keeps the text far below 4 GiB.
   std::uint32_t keep(std::string_view s) {
@@ -207,6 +225,65 @@ class request_parser final : public bhttp::basic_parser<true> {
   http_request req_;
   chunk_callback* chunk_cb_ = nullptr;
   bool header_done_ = false;
+};
+
+/// A connection's last plain header, to read its next request without the parser. A client
+/// sends the same header again and again but for its body, whose length it usually keeps too:
+/// where the bytes buffered begin with exactly the header the parser last read on this
+/// connection and hold its whole body, the request is the one the parser made of that header,
+/// with the bytes that follow as its body. The parser's outcome depends on a header's bytes
+/// alone, so recalling it gives what parsing it again would; anything else (another header, a
+/// body still arriving, a chunked one) goes to the parser as before.
+///
+/// Only a plain header is remembered: the whole of it at most `max_header` bytes, its body
+/// framed by a Content-Length of at most `max_body` bytes (or none), and neither Expect (whose
+/// interim reply the connection owes before the body) nor Upgrade among its fields.
+class http_header_memo {
+ public:
+  static constexpr std::size_t max_header = 1024;
+  static constexpr std::uint64_t max_body = 64 * 1024;
+
+  http_header_memo() = default;
+  http_header_memo(const http_header_memo&) = delete;
+  http_header_memo& operator=(const http_header_memo&) = delete;
+
+  /// `parser` has just read a whole header, whose bytes are `header` (up to and including the
+  /// empty line): remembers it if it is plain, else forgets what it held.
+  void remember(std::string_view header, const request_parser& parser) {
+    const auto length = parser.content_length();
+    const http_request& req = parser.get();
+    if (header.size() > max_header || parser.chunked() || parser.upgrade() || (length && *length > max_body) ||
+        req.find(bhttp::field::expect) != req.end() || req.find(bhttp::field::upgrade) != req.end()) {
+      forget();
+      return;
+    }
+    header_.assign(header);  // (the connection's own: its capacity stays for the next)
+    request_ = req.header_copy();
+    body_length_ = length.value_or(0);
+  }
+
+  void forget() noexcept { header_.clear(); }
+
+  /// When `buffered` begins with the remembered header and holds its whole body: that request,
+  /// its body copied, in `out`, and how many bytes of `buffered` it took; else 0.
+  std::size_t recall(std::string_view buffered, http_request& out) const {
+    const std::size_t header = header_.size();
+    if (header == 0 || buffered.size() < header || buffered.size() - header < body_length_ ||
+        std::memcmp(buffered.data(), header_.data(), header) != 0)
+      return 0;
+    out = request_.header_copy();
+    if (body_length_ != 0) {
+      std::string& body = out.body_;
+      if (body_length_ <= spare_strings::max_capacity) body = spare_strings::take();
+      body.assign(buffered.data() + header, static_cast<std::size_t>(body_length_));
+    }
+    return header + static_cast<std::size_t>(body_length_);
+  }
+
+ private:
+  std::string header_;    ///< empty: nothing remembered
+  http_request request_;  ///< what the parser made of it, without a body
+  std::uint64_t body_length_ = 0;
 };
 
 }  // namespace inferwire::server::rest

@@ -158,3 +158,96 @@ TEST_CASE("http_request: its strings go back to the thread's spares when it ends
     CHECK(strings::kept() == 2);  // the text and the body
   }).join();
 }
+
+namespace {
+
+// Reads the header at the start of `text` as the connection does (the parser not eager: it
+// stops after the header) and lets `memo` remember it; the header's length.
+std::size_t remember_header(rest::http_header_memo& memo, std::string_view text) {
+  rest::request_parser parser;
+  boost::beast::error_code ec;
+  const std::size_t used = parser.put(boost::asio::buffer(text.data(), text.size()), ec);
+  REQUIRE_FALSE(ec);
+  REQUIRE(parser.is_header_done());
+  memo.remember(text.substr(0, used), parser);
+  return used;
+}
+
+// Every part of two requests, compared.
+void check_same(const rest::http_request& a, const rest::http_request& b) {
+  CHECK(a.method() == b.method());
+  CHECK(a.method_string() == b.method_string());
+  CHECK(a.target() == b.target());
+  CHECK(a.version() == b.version());
+  CHECK(a.keep_alive() == b.keep_alive());
+  CHECK(a.body() == b.body());
+  REQUIRE(a.field_count() == b.field_count());
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    CHECK(i->name() == j->name());
+    CHECK(i->name_string() == j->name_string());
+    CHECK(i->value() == j->value());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("http_header_memo: a repeated header is the request the parser made of it", "[http_request]") {
+  const std::string post = "POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Inference-Header-Content-Length: 3\r\nContent-Length: 5\r\n\r\n";
+  rest::http_header_memo memo;
+  const std::size_t header = remember_header(memo, post + "hello");
+  CHECK(header == post.size());
+  for (const std::string& body : std::vector<std::string>{"hello", "world", std::string("\r\n\r\n\0", 5)}) {
+    const std::string text = post + body;
+    rest::http_request recalled;
+    REQUIRE(memo.recall(text, recalled) == text.size());
+    rest::request_parser parser;
+    REQUIRE_FALSE(feed(parser, text));
+    check_same(recalled, parser.get());
+    CHECK(recalled.body() == body);
+  }
+  // Pipelined: the next request's bytes stay where they are.
+  rest::http_request recalled;
+  CHECK(memo.recall(post + "hello" + post, recalled) == post.size() + 5);
+  // The body not all here yet, or another header: the parser's business.
+  CHECK(memo.recall(post + "hell", recalled) == 0);
+  CHECK(memo.recall(post.substr(0, 20), recalled) == 0);
+  std::string other = post;
+  other[other.find("5\r\n")] = '6';
+  CHECK(memo.recall(other + "hello!", recalled) == 0);
+  other = post;
+  other.replace(other.find("simple"), 6, "simplf");
+  CHECK(memo.recall(other + "hello", recalled) == 0);
+  CHECK(memo.recall("", recalled) == 0);
+  // A request without a body, and one whose connection closes after it.
+  for (const std::string& get : std::vector<std::string>{"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n",
+                                "GET /v2 HTTP/1.1\r\nConnection: close\r\n\r\n", "GET /v2 HTTP/1.0\r\n\r\n"}) {
+    rest::http_header_memo m;
+    remember_header(m, get);
+    rest::http_request r;
+    REQUIRE(m.recall(get + "POST", r) == get.size());
+    rest::request_parser parser;
+    REQUIRE_FALSE(feed(parser, get));
+    check_same(r, parser.get());
+  }
+}
+
+TEST_CASE("http_header_memo: only a plain header is remembered", "[http_request]") {
+  const std::string plain = "POST /p HTTP/1.1\r\nContent-Length: 2\r\n\r\nok";
+  const std::string big_field = "X-Big: " + std::string(rest::http_header_memo::max_header, 'b') + "\r\n";
+  const std::string big_body = std::to_string(rest::http_header_memo::max_body + 1);
+  for (const std::string& text : std::vector<std::string>{
+           "POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        "POST /p HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok",
+        "GET /p HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
+        "POST /p HTTP/1.1\r\n" + big_field + "Content-Length: 2\r\n\r\nok",
+        "POST /p HTTP/1.1\r\nContent-Length: " + big_body + "\r\n\r\n" + std::string(rest::http_header_memo::max_body + 1, 'x')}) {
+    rest::http_header_memo memo;
+    remember_header(memo, plain);
+    rest::http_request r;
+    REQUIRE(memo.recall(plain, r) == plain.size());
+    remember_header(memo, text);  // not plain: forgets the one before too
+    CHECK(memo.recall(text, r) == 0);
+    CHECK(memo.recall(plain, r) == 0);
+  }
+}
