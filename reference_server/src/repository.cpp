@@ -218,7 +218,7 @@ status model_repository::load_locked(const std::string& name,
     why = "unknown error";
   }
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto& e = models_[name];
     e.name = name;
     if (e.versions.empty()) e.error = why;
@@ -236,7 +236,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
     located l = locate(name);
     if (l.count == 0) return {errc::internal, poll_failed};
     if (l.count > 1) {
-      std::unique_lock lock(mu_);
+      change_lock lock(mu_);
       auto& e = models_[name];
       e.name = name;
       e.error = "model appears in two or more repositories";
@@ -289,7 +289,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
   const auto chosen = st ? std::vector<std::int64_t>{} : apply_policy(config->proto.version_policy(), found);
   if (!st && chosen.empty()) st = {errc::internal, "failed to load '" + name + "', no version is available"};
   if (st) {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto& e = models_[name];
     e.name = name;
     if (e.versions.empty()) e.error = st.message();
@@ -300,7 +300,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
 
   const std::string fp = fingerprint(*config, dir, chosen);
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto it = models_.find(name);
     if (it != models_.end() && !config_override && files_dir.empty() && it->second.fingerprint == fp) {
       bool all_live = !it->second.versions.empty();
@@ -393,7 +393,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
         failures += version_failure(name, r.version, r.reason);
         log_(true, "failed to load '" + name + "' version " + std::to_string(r.version) + ": " + r.reason);
       }
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto it = models_.find(name);
     const bool serving = it != models_.end() && std::any_of(it->second.versions.begin(), it->second.versions.end(),
                                                             [](const version_record& r) { return r.live != nullptr; });
@@ -407,7 +407,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
   std::vector<std::shared_ptr<model_version>> leaving;
   std::vector<std::int64_t> leaving_numbers;
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto& e = models_[name];
     e.name = name;
     e.error.clear();
@@ -432,7 +432,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
   }
   drain(std::move(leaving));
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto& e = models_[name];
     for (auto& r : e.versions)
       if (std::find(leaving_numbers.begin(), leaving_numbers.end(), r.version) != leaving_numbers.end() &&
@@ -463,7 +463,7 @@ status model_repository::load_locked_unguarded(const std::string& name,
 // server for good. Models on disk keep their unloaded and failed states listed.
 void model_repository::forget_if_files_only(const std::string& name) {
   if (locate(name).count != 0) return;
-  std::unique_lock lock(mu_);
+  change_lock lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return;
   const auto& e = it->second;
@@ -476,7 +476,7 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
   std::vector<std::shared_ptr<model_version>> leaving;
   std::vector<std::string> deps;
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto it = models_.find(name);
     if (it == models_.end()) return {};  // unknown: a no-op success
     for (auto& r : it->second.versions)
@@ -488,7 +488,7 @@ status model_repository::unload_locked(const std::string& name, bool unload_depe
   }
   drain(std::move(leaving));
   {
-    std::unique_lock lock(mu_);
+    change_lock lock(mu_);
     auto& e = models_[name];
     for (auto& r : e.versions)
       if (r.state == model_state::unloading) {
@@ -749,9 +749,44 @@ std::vector<v2::repository_index_entry> model_repository::index(bool ready_only)
   return out;
 }
 
+namespace {
+// A thread's last successful lookup: the next request for the same model and version, with no
+// change to any repository since, gets the same version without the lock and the search. The
+// version is held weakly, so an unloaded one is not kept alive by a thread that looked it up.
+struct last_lookup {
+  const void* repository = nullptr;
+  std::uint64_t changes = 0;
+  std::string name, version;
+  std::weak_ptr<model_version> found;
+};
+thread_local last_lookup last_lookup_of_thread;
+}  // namespace
+
 std::shared_ptr<model_version> model_repository::find(std::string_view name,
                                                       std::string_view version_text,
                                                       status& st) const {
+  last_lookup& last = last_lookup_of_thread;
+  // Read before the lock: a change made meanwhile leaves the lookup stamped as older than it.
+  const std::uint64_t now = changes.load(std::memory_order_acquire);
+  if (last.changes == now && last.repository == this && last.name == name && last.version == version_text)
+    if (auto found = last.found.lock()) {
+      st = {};
+      return found;
+    }
+  auto found = find_locked(name, version_text, st);
+  if (found) {
+    last.repository = this;
+    last.changes = now;
+    last.name.assign(name);
+    last.version.assign(version_text);
+    last.found = found;
+  }
+  return found;
+}
+
+std::shared_ptr<model_version> model_repository::find_locked(std::string_view name,
+                                                             std::string_view version_text,
+                                                             status& st) const {
   std::int64_t version = -1;
   if ((st = parse_version(version_text, version))) return nullptr;
   std::shared_lock lock(mu_);

@@ -12,6 +12,7 @@
 
 #include <inferwire/v2/types.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <optional>
@@ -132,6 +133,8 @@ class model_repository {
   };
 
   located locate(const std::string& name) const;
+  /// find() without the thread's last lookup: under a shared lock on mu_.
+  std::shared_ptr<model_version> find_locked(std::string_view name, std::string_view version, status& st) const;
   /// The versions of `name` (none for an unknown name); never inserts, so a shared lock on
   /// mu_ suffices.
   const std::vector<version_record>& versions_of(const std::string& name) const {
@@ -159,6 +162,20 @@ class model_repository {
   std::mutex control_mu_;  ///< serialises load/unload/poll
   mutable std::shared_mutex mu_;
   std::map<std::string, model_entry, std::less<>> models_;
+  /// Holds mu_ exclusively, and counts a change of what find() answers when it lets go.
+  class change_lock {
+   public:
+    explicit change_lock(std::shared_mutex& mu) : lock_(mu) {}
+    change_lock(const change_lock&) = delete;
+    change_lock& operator=(const change_lock&) = delete;
+    ~change_lock() { changes.fetch_add(1, std::memory_order_release); }  // (still held here)
+
+   private:
+    std::unique_lock<std::shared_mutex> lock_;
+  };
+  /// Changes to any repository of the process: each thread's last lookup (find()) holds while
+  /// none came after it.
+  static inline std::atomic<std::uint64_t> changes{1};
 
   std::thread poller_;
   std::mutex poll_mu_;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace srv = inferwire::server;
 namespace v2 = inferwire::v2;
@@ -270,4 +271,50 @@ TEST_CASE("start_infer: queued calls run on the pool, a full queue is refused an
   CHECK_FALSE(c.seen[1]);
   CHECK_FALSE(c.seen[2]);
   CHECK(f.stats("bounded").success.count == 2);
+}
+
+TEST_CASE("model lookup: a thread's last lookup follows loads and unloads", "[service][repository]") {
+  fixture f;  // (registers the fake backend and writes the models)
+  srv::options o = options_for(f.root);
+  o.model_control_mode = "explicit";
+  auto s = std::make_unique<srv::server_state>(o);
+  REQUIRE(s->repository.startup({}, 1));
+  srv::model_repository& repo = s->repository;
+  inferwire::status st;
+  CHECK_FALSE(repo.find("plain", "", st));
+  CHECK(st.code() == inferwire::errc::not_found);
+
+  REQUIRE_FALSE(repo.load("plain", {}));
+  std::weak_ptr<srv::model_version> first;
+  {
+    const auto a = repo.find("plain", "", st);
+    REQUIRE(a);
+    CHECK_FALSE(st);
+    const auto b = repo.find("plain", "", st);  // the thread's last lookup
+    CHECK(b == a);
+    CHECK_FALSE(st);
+    CHECK(repo.find("plain", "1", st) == a);
+    CHECK_FALSE(repo.find("plain", "2", st));
+    CHECK(st.code() == inferwire::errc::not_found);
+    CHECK(repo.find("plain", "", st) == a);
+    CHECK_FALSE(st);
+    // The same name in another repository is that repository's model.
+    CHECK(f.s->repository.find("plain", "", st) != a);
+    CHECK(repo.find("plain", "", st) == a);
+    first = a;
+  }
+  REQUIRE_FALSE(repo.unload("plain", false));
+  CHECK_FALSE(repo.find("plain", "", st));
+  CHECK(st.code() == inferwire::errc::not_found);
+  // Nothing the thread remembers keeps the unloaded version alive.
+  for (int i = 0; i < 500 && !first.expired(); ++i) std::this_thread::sleep_for(10ms);
+  CHECK(first.expired());
+
+  REQUIRE_FALSE(repo.load("plain", {}));
+  const auto again = repo.find("plain", "", st);
+  REQUIRE(again);
+  CHECK_FALSE(st);
+  CHECK(repo.find("plain", "", st) == again);
+  REQUIRE_FALSE(repo.unload("plain", false));
+  s->execution.join();
 }
