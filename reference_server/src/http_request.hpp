@@ -257,9 +257,12 @@ class http_header_memo {
       forget();
       return;
     }
-    header_.assign(header);  // (the connection's own: its capacity stays for the next)
+    // Forgotten first: a copy that fails on memory leaves nothing remembered, never a header
+    // with another's request.
+    forget();
     request_ = req.header_copy();
     body_length_ = length.value_or(0);
+    header_.assign(header);  // (the connection's own: its capacity stays for the next)
   }
 
   void forget() noexcept { header_.clear(); }

@@ -755,7 +755,7 @@ namespace {
 // version is held weakly, so an unloaded one is not kept alive by a thread that looked it up.
 struct last_lookup {
   const void* repository = nullptr;
-  std::uint64_t changes = 0;
+  std::uint64_t changes = 0;  ///< the count of changes it holds for (never 0)
   std::string name, version;
   std::weak_ptr<model_version> found;
 };
@@ -775,11 +775,12 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
     }
   auto found = find_locked(name, version_text, st);
   if (found) {
+    last.changes = 0;  // never current: a copy that fails on memory leaves the lookup unused
     last.repository = this;
-    last.changes = now;
     last.name.assign(name);
     last.version.assign(version_text);
     last.found = found;
+    last.changes = now;
   }
   return found;
 }
