@@ -138,6 +138,14 @@ class http_request {
     r.keep_alive_ = keep_alive_;
     return r;
   }
+  /// Readies the body for `length` announced bytes: a small body goes into a string an earlier
+  /// request gave back; room is reserved for at most 64 KiB, so that a client that sends
+  /// nothing cannot make the server allocate what it announced.
+  void prepare_body(std::uint64_t length) {
+    constexpr std::uint64_t first = 64 * 1024;
+    if (length <= spare_strings::max_capacity && body_.capacity() < length) body_ = spare_strings::take();
+    body_.reserve(static_cast<std::size_t>(std::min(length, first)));
+  }
   /// Appends `s` to the text; where it starts. The header limit keeps the text far below 4 GiB.
   std::uint32_t keep(std::string_view s) {
     const auto at = static_cast<std::uint32_t>(text_.size());
@@ -200,11 +208,7 @@ class request_parser final : public bhttp::basic_parser<true> {
     ec = {};
   }
   void on_body_init_impl(const boost::optional<std::uint64_t>& length, boost::beast::error_code& ec) override {
-    constexpr std::uint64_t first = 64 * 1024;
-    std::string& body = req_.body_;
-    // A small body goes into a string an earlier request gave back.
-    if (length && *length <= spare_strings::max_capacity && body.capacity() < *length) body = spare_strings::take();
-    if (length) body.reserve(static_cast<std::size_t>(std::min(*length, first)));
+    if (length) req_.prepare_body(*length);
     ec = {};
   }
   std::size_t on_body_impl(boost::beast::string_view part, boost::beast::error_code& ec) override {
@@ -250,16 +254,14 @@ class http_header_memo {
   /// `parser` has just read a whole header, whose bytes are `header` (up to and including the
   /// empty line): remembers it if it is plain, else forgets what it held.
   void remember(std::string_view header, const request_parser& parser) {
+    // Forgotten first: a header that is not plain, or a copy that fails on memory, leaves
+    // nothing remembered, never a header with another's request.
+    forget();
     const auto length = parser.content_length();
     const http_request& req = parser.get();
     if (header.size() > max_header || parser.chunked() || parser.upgrade() || (length && *length > max_body) ||
-        req.find(bhttp::field::expect) != req.end() || req.find(bhttp::field::upgrade) != req.end()) {
-      forget();
+        req.find(bhttp::field::expect) != req.end() || req.find(bhttp::field::upgrade) != req.end())
       return;
-    }
-    // Forgotten first: a copy that fails on memory leaves nothing remembered, never a header
-    // with another's request.
-    forget();
     request_ = req.header_copy();
     body_length_ = length.value_or(0);
     header_.assign(header);  // (the connection's own: its capacity stays for the next)
@@ -276,9 +278,8 @@ class http_header_memo {
       return 0;
     out = request_.header_copy();
     if (body_length_ != 0) {
-      std::string& body = out.body_;
-      if (body_length_ <= spare_strings::max_capacity) body = spare_strings::take();
-      body.assign(buffered.data() + header, static_cast<std::size_t>(body_length_));
+      out.prepare_body(body_length_);
+      out.body_.assign(buffered.data() + header, static_cast<std::size_t>(body_length_));
     }
     return header + static_cast<std::size_t>(body_length_);
   }
