@@ -532,7 +532,10 @@ TEST_CASE("hostile: SIGTERM while a decoupled model waits for a client that does
   CHECK(s.stop() == 0);
   const auto took = std::chrono::steady_clock::now() - t0;
   INFO("exit took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
-  CHECK(took < std::chrono::seconds(10));  // about 4.5 s: the timeout, gRPC's second, the calls' two
+  // About 5 s: the exit timeout, gRPC's second, the calls' two. The bound is what the case
+  // tells apart: a server that waits for the client has its 30 s deadline to wait. (Under the
+  // test command's parallel load one exit took 10.3 s; alone it takes 5.1 s every time.)
+  CHECK(took < std::chrono::seconds(15));
   unread->ctx.TryCancel();
   pb::ModelStreamInferResponse r;
   while (unread->rw->Read(&r)) {
