@@ -773,7 +773,7 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
       st = {};
       return found;
     }
-  auto found = find_locked(name, version_text, st);
+  auto found = search(name, version_text, st);
   if (found) {
     last.changes = 0;  // never current: a copy that fails on memory leaves the lookup unused
     last.repository = this;
@@ -785,9 +785,9 @@ std::shared_ptr<model_version> model_repository::find(std::string_view name,
   return found;
 }
 
-std::shared_ptr<model_version> model_repository::find_locked(std::string_view name,
-                                                             std::string_view version_text,
-                                                             status& st) const {
+std::shared_ptr<model_version> model_repository::search(std::string_view name,
+                                                        std::string_view version_text,
+                                                        status& st) const {
   std::int64_t version = -1;
   if ((st = parse_version(version_text, version))) return nullptr;
   std::shared_lock lock(mu_);

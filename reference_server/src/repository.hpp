@@ -133,8 +133,9 @@ class model_repository {
   };
 
   located locate(const std::string& name) const;
-  /// find() without the thread's last lookup: under a shared lock on mu_.
-  std::shared_ptr<model_version> find_locked(std::string_view name, std::string_view version, status& st) const;
+  /// find() without the thread's last lookup: searches under a shared lock on mu_ (which it
+  /// takes; the *_locked functions are those that run under control_mu_).
+  std::shared_ptr<model_version> search(std::string_view name, std::string_view version, status& st) const;
   /// The versions of `name` (none for an unknown name); never inserts, so a shared lock on
   /// mu_ suffices.
   const std::vector<version_record>& versions_of(const std::string& name) const {
