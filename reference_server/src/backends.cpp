@@ -83,7 +83,8 @@ v2::infer_output make_output(const tensor_config& t, const shape_t& shape, v2::t
   v2::infer_output o;
   o.name = t.name;
   o.datatype = t.datatype;
-  o.shape = shape;
+  o.shape = spare_shapes::take();  // given back with the call
+  o.shape.assign(shape.begin(), shape.end());
   o.data = std::move(data);
   return o;
 }

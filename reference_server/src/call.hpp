@@ -95,6 +95,9 @@ struct receive_stamp {
   clock::time_point at;
 };
 
+/// The output lists of responses (spare_blocks.hpp): 8 per thread, of at most 16 outputs.
+using spare_outputs = spare_containers<std::vector<v2::infer_output>, 8, 16>;
+
 /// One inference on its way through the server: the model found, the request the frontend
 /// decoded, its shared-memory places and, once run, the response. Frontends may derive from it
 /// to keep what the request's bytes live in.
@@ -130,9 +133,14 @@ struct infer_call {
   infer_call() = default;
   infer_call(const infer_call&) = delete;
   infer_call& operator=(const infer_call&) = delete;
-  /// The response's small outputs go back to the thread's spare strings (spare_blocks.hpp).
+  /// The response's small outputs, their shapes and their list go back to the thread's spares
+  /// (spare_blocks.hpp), for the next request's backend (make_output, request_run).
   ~infer_call() {
-    for (auto& o : response.outputs) spare_strings::give(o.data.release());
+    for (auto& o : response.outputs) {
+      spare_strings::give(o.data.release());
+      spare_shapes::give(std::move(o.shape));
+    }
+    spare_outputs::give(std::move(response.outputs));
   }
 
   /// Completes the call: its completion and hooks are taken out first (the completion may hold

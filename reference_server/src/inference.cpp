@@ -383,6 +383,7 @@ class request_run {
       : model_(model), c_(*model.config), r_(r), places_(places),
         e_{c_, r.inputs, batch_size, nullptr, {}, {}, {}, {}, {}, {}, nullptr, {}, nullptr, nullptr, {}} {
     e_.request = &r;
+    e_.outputs = spare_outputs::take();  // given back with the call that takes the response
   }
 
   void traced_by(trace_record* t) noexcept { e_.trace = t; }

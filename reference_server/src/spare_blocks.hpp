@@ -7,7 +7,8 @@
 // as before. What a thread keeps is bounded whatever its clients send: 32 blocks of each of the
 // eight sizes from 64 to 512 bytes and 8 of each of the eight from 576 to 1,024, 122 KiB in
 // all. Strings that every request fills (an HTTP request's text and body, its reply's header,
-// small outputs) are kept the same way (spare_strings: 16 of at most 1 KiB each).
+// small outputs) and the shapes and output lists of responses are kept the same way
+// (spare_containers: spare_strings, 16 of at most 1 KiB each; spare_shapes; spare_outputs).
 // (Boost.Pool's pools and std::pmr's pool resources keep every block they ever held until they
 // are released, and are shared between threads behind a lock or not at all: neither bound fits
 // a server whose clients choose how many fields they send.)
@@ -15,10 +16,12 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace inferwire::server {
 
@@ -116,36 +119,38 @@ struct spare_allocator {
   }
 };
 
-/// Strings a request filled and gave back (a small request's body, a reply's JSON header), kept
-/// with their capacity for the next request's: 16 per thread, of at most 1 KiB each. A string
-/// taken is empty; what it held before is not readable through it.
-class spare_strings {
+/// Containers a request filled and gave back, kept with their capacity for the next request's:
+/// at most `MaxKept` per thread, each of a capacity above an empty one's (a string's inline
+/// buffer) and at most `MaxCapacity` (elements). One taken is empty; what it held before is not
+/// readable through it.
+template <class Container, std::size_t MaxKept, std::size_t MaxCapacity>
+class spare_containers {
  public:
-  static constexpr std::size_t max_capacity = 1024;
-  static constexpr std::size_t max_kept = 16;
+  static constexpr std::size_t max_capacity = MaxCapacity;
+  static constexpr std::size_t max_kept = MaxKept;
 
-  /// An empty string, with the capacity of one given back if the thread has one.
-  static std::string take() noexcept {
+  /// An empty container, with the capacity of one given back if the thread has one.
+  static Container take() noexcept {
     if (gone) return {};
     auto& s = spares();
     if (s.count == 0) return {};
-    return std::move(s.strings[--s.count]);
+    return std::move(s.items[--s.count]);
   }
-  /// Keeps `str`'s memory when it is worth keeping and the thread has room.
-  static void give(std::string&& str) noexcept {
-    const std::size_t cap = str.capacity();
-    if (gone || cap > max_capacity || cap <= std::string().capacity()) return;  // large, or inline
+  /// Keeps `c`'s memory when it is worth keeping and the thread has room.
+  static void give(Container&& c) noexcept {
+    const std::size_t cap = c.capacity();
+    if (gone || cap > max_capacity || cap <= Container().capacity()) return;  // large, or inline
     auto& s = spares();
     if (s.count == max_kept) return;
-    str.clear();
-    s.strings[s.count++] = std::move(str);
+    c.clear();
+    s.items[s.count++] = std::move(c);
   }
-  /// Strings the calling thread keeps (for tests).
+  /// Containers the calling thread keeps (for tests).
   static std::size_t kept() noexcept { return gone ? 0 : spares().count; }
 
  private:
   struct list {
-    std::array<std::string, max_kept> strings;
+    std::array<Container, max_kept> items;
     std::size_t count = 0;
     ~list() { gone = true; }
   };
@@ -155,5 +160,11 @@ class spare_strings {
   }
   static inline thread_local bool gone = false;  // trivially destructible, as spare_blocks's
 };
+
+/// Strings (a small request's body and text, a reply's JSON header, a small output's bytes):
+/// 16 per thread, of at most 1 KiB each.
+using spare_strings = spare_containers<std::string, 16, 1024>;
+/// Tensor shapes (an output's, made by a backend): 32 per thread, of at most 8 dimensions.
+using spare_shapes = spare_containers<std::vector<std::int64_t>, 32, 8>;
 
 }  // namespace inferwire::server

@@ -123,3 +123,24 @@ TEST_CASE("spare_strings: a string given back comes back empty with its capacity
     CHECK(strings::kept() == strings::max_kept);
   });
 }
+
+TEST_CASE("spare_shapes: a shape given back comes back empty with its memory; large ones are not kept", "[spare_allocator]") {
+  on_new_thread([] {
+    using shapes = srv::spare_shapes;
+    CHECK(shapes::kept() == 0);
+    CHECK(shapes::take().capacity() == 0);  // none kept: a new vector
+    std::vector<std::int64_t> dims{1, 16};
+    const std::int64_t* memory = dims.data();
+    shapes::give(std::move(dims));
+    CHECK(shapes::kept() == 1);
+    auto again = shapes::take();
+    CHECK(again.empty());
+    CHECK(again.data() == memory);
+    // Empty and over-large shapes are not kept; at most max_kept are.
+    shapes::give(std::vector<std::int64_t>());
+    shapes::give(std::vector<std::int64_t>(shapes::max_capacity + 1, 2));
+    CHECK(shapes::kept() == 0);
+    for (int i = 0; i < 40; ++i) shapes::give(std::vector<std::int64_t>(3, 1));
+    CHECK(shapes::kept() == shapes::max_kept);
+  });
+}
