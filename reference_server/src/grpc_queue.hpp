@@ -12,6 +12,7 @@
 #include "server.hpp"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <google/protobuf/arena.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <type_traits>
 
 namespace inferwire::server::grpc_detail {
 
@@ -104,6 +106,8 @@ class unary_context {
  public:
   virtual ::grpc::ServerContext& context() = 0;
   virtual void finish(const ::grpc::Status& st) = 0;
+  /// The request message's size as it arrived (serialised).
+  virtual std::uint64_t received_bytes() const = 0;
 
  protected:
   ~unary_context() = default;
@@ -114,13 +118,26 @@ class unary_context {
 /// the method is asked for at once. `NotifyDone`: ask for gRPC's end-of-call notice, which
 /// ServerContext::IsCancelled needs on this API (ModelInfer: a request whose client went away
 /// while it queued is dropped); the call is then deleted after both the reply and the notice.
-template <class Service, class Req, class Resp, auto Ask, auto Handle, bool NotifyDone = false>
+///
+/// `Serialize` (raw methods, ModelInfer): the method is marked raw (the generated
+/// WithRawMethod_<Method>, whose Request<Method> takes byte buffers). The call parses the request
+/// itself, as gRPC would (a message that does not parse is refused as gRPC refuses it), and
+/// `Serialize(reply, bytes)` makes the reply's byte buffer and says its size: a serialiser of
+/// our own can hand large fields to gRPC as slices of their strings instead of copies.
+template <class Service, class Req, class Resp, auto Ask, auto Handle, bool NotifyDone = false,
+          auto Serialize = nullptr>
 class unary_call final : public rpc, public unary_context {
+  static constexpr bool raw = Serialize != nullptr;
+
  public:
   static void listen(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate) {
     auto* c = new unary_call(svc, cq, std::move(gate));
     if constexpr (NotifyDone) c->ctx_.AsyncNotifyWhenDone(&c->over_);
-    if (!c->gate_->start([&] { (svc.*Ask)(&c->ctx_, c->request_, &c->writer_, cq, cq, &c->arrived_); })) delete c;
+    if (!c->gate_->start([&] {
+          if constexpr (raw) (svc.*Ask)(&c->ctx_, &c->received_, &c->writer_, cq, cq, &c->arrived_);
+          else (svc.*Ask)(&c->ctx_, c->request_, &c->writer_, cq, cq, &c->arrived_);
+        }))
+      delete c;
   }
 
   void on(int what, bool ok) override {
@@ -131,6 +148,9 @@ class unary_call final : public rpc, public unary_context {
       }
       listen(svc_, cq_, gate_);
       gate_->running.fetch_add(1, std::memory_order_relaxed);
+      if constexpr (raw) {
+        if (!parse_request()) return finish(::grpc::Status(::grpc::StatusCode::INTERNAL, "Unable to parse request"));
+      }
       (svc_.*Handle)(this, request_, response_);
       return;
     }
@@ -140,19 +160,43 @@ class unary_call final : public rpc, public unary_context {
   }
 
   ~unary_call() {
-    if (gate_->heap)
-      gate_->heap->note(static_cast<std::uint64_t>(request_->GetCachedSize()) +
-                        static_cast<std::uint64_t>(response_->GetCachedSize()));
+    if (gate_->heap) {
+      if constexpr (raw) gate_->heap->note(received_bytes_ + reply_bytes_);
+      else
+        gate_->heap->note(static_cast<std::uint64_t>(request_->GetCachedSize()) +
+                          static_cast<std::uint64_t>(response_->GetCachedSize()));
+    }
   }
 
   ::grpc::ServerContext& context() override { return ctx_; }
 
+  std::uint64_t received_bytes() const override {
+    if constexpr (raw) return received_bytes_;
+    else return request_->ByteSizeLong();
+  }
+
   void finish(const ::grpc::Status& st) override {
     auto gate = gate_;  // `this` may be deleted as soon as the reply is sent
-    gate->start([&] {
-      if (st.ok()) writer_.Finish(*response_, st, &sent_);
-      else writer_.FinishWithError(st, &sent_);
-    });
+    if constexpr (raw) {
+      ::grpc::ByteBuffer reply;
+      ::grpc::Status out = st;
+      if (out.ok()) {
+        try {
+          reply = Serialize(*response_, reply_bytes_);
+        } catch (...) {  // no memory for the reply's buffers
+          out = ::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response");
+        }
+      }
+      gate->start([&] {
+        if (out.ok()) writer_.Finish(reply, out, &sent_);
+        else writer_.FinishWithError(out, &sent_);
+      });
+    } else {
+      gate->start([&] {
+        if (st.ok()) writer_.Finish(*response_, st, &sent_);
+        else writer_.FinishWithError(st, &sent_);
+      });
+    }
     // (A reply that comes after the queues were shut down is not sent; the call is left to the
     // process's end.)
     gate->running.fetch_sub(1, std::memory_order_release);
@@ -160,6 +204,19 @@ class unary_call final : public rpc, public unary_context {
 
  private:
   enum : int { arrived, sent, over };
+
+  // A raw method's request, parsed as gRPC parses a typed one (its bytes are let go after).
+  bool parse_request() {
+    received_bytes_ = received_.Length();
+    if (!received_.Valid()) return false;
+    bool parsed = false;
+    {
+      ::grpc::ProtoBufferReader reader(&received_);
+      parsed = reader.status().ok() && request_->ParseFromZeroCopyStream(&reader);
+    }
+    received_.Clear();
+    return parsed;
+  }
 
   unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)
       : svc_(svc), cq_(cq), gate_(std::move(gate)), writer_(&ctx_) {}
@@ -182,7 +239,11 @@ class unary_call final : public rpc, public unary_context {
   ::google::protobuf::Arena arena_{arena_options(block_, sizeof block_)};
   Req* request_ = ::google::protobuf::Arena::CreateMessage<Req>(&arena_);
   Resp* response_ = ::google::protobuf::Arena::CreateMessage<Resp>(&arena_);
-  ::grpc::ServerAsyncResponseWriter<Resp> writer_;
+  /// Raw methods: the request's bytes as they arrived (released once parsed), and the sizes of
+  /// the request and the reply.
+  ::grpc::ByteBuffer received_;
+  std::uint64_t received_bytes_ = 0, reply_bytes_ = 0;
+  ::grpc::ServerAsyncResponseWriter<std::conditional_t<raw, ::grpc::ByteBuffer, Resp>> writer_;
   event arrived_{this, arrived}, sent_{this, sent}, over_{this, over};
   bool sent_seen_ = false;
   bool over_seen_ = false;

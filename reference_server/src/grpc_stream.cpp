@@ -35,7 +35,9 @@ void recycle(pb::ModelInferResponse& r) {
 
 }  // namespace
 
-message_size size_of(const pb::ModelInferRequest& q) {
+message_size size_of(const pb::ModelInferRequest& q) { return {q.ByteSizeLong(), typed_bytes(q)}; }
+
+std::uint64_t typed_bytes(const pb::ModelInferRequest& q) {
   std::uint64_t typed = 0;
   for (const auto& t : q.inputs()) {
     if (!t.has_contents()) continue;
@@ -46,7 +48,7 @@ message_size size_of(const pb::ModelInferRequest& q) {
              8 * (count(c.int64_contents_size()) + count(c.uint64_contents_size()) + count(c.fp64_contents_size()));
     for (const auto& b : c.bytes_contents()) typed += sizeof b + b.size();
   }
-  return {q.ByteSizeLong(), typed};
+  return typed;
 }
 
 decoded decode_message(const pb::ModelInferRequest& q, const message_size& size, infer_call& call) {

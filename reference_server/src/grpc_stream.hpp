@@ -28,6 +28,8 @@ struct message_size {
   std::uint64_t total() const noexcept { return wire + typed; }
 };
 message_size size_of(const ::inference::ModelInferRequest& q);
+/// The typed part of a message's size alone (size_of's `typed`).
+std::uint64_t typed_bytes(const ::inference::ModelInferRequest& q);
 
 /// The decoding step of an inference request message (ModelInfer's and the stream's): the
 /// request into the call, its read stamps for a trace (the message was read before its

@@ -256,6 +256,35 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
            CHECK(os->rw->Finish().ok());
          }
        }},
+      {"a ModelInfer message that does not parse is refused as gRPC refuses it",
+       [&] {
+         // ModelInfer's messages are parsed by the server, not by gRPC (a raw method): a tag
+         // whose varint never ends, a field whose length is 4 GiB, a truncated message.
+         grpc::GenericStub generic(grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()),
+                                                       grpc::InsecureChannelCredentials()));
+         grpc::CompletionQueue cq;
+         for (const std::string& bytes : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x80\x80\x80\x80\x10", 6),
+                                          simple_request().SerializeAsString().substr(0, 40)}) {
+           grpc::ClientContext ctx;
+           grpc::Slice slice(bytes);
+           grpc::ByteBuffer in(&slice, 1), out;
+           auto call = generic.PrepareUnaryCall(&ctx, "/inference.GRPCInferenceService/ModelInfer", in, &cq);
+           call->StartCall();
+           grpc::Status st;
+           call->Finish(&out, &st, &ctx);
+           void* tag = nullptr;
+           bool ok = false;
+           REQUIRE(cq.Next(&tag, &ok));
+           CHECK(st.error_code() == grpc::StatusCode::INTERNAL);
+           CHECK(st.error_message() == "Unable to parse request");
+         }
+         cq.Shutdown();
+         void* tag = nullptr;
+         bool ok = false;
+         while (cq.Next(&tag, &ok)) {
+         }
+         still_serving(*stub, s.http_port());
+       }},
       {"error texts do not echo a 1 MiB model name",
        [&] {
          auto q = simple_request();

@@ -28,6 +28,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -242,6 +243,54 @@ TEST_CASE("grpc: an output that is a whole input takes the input's bytes instead
     auto r = c.infer("identity_fp32", req);
     const auto got = r.as<float>("OUTPUT0");
     CHECK(std::vector<float>(got.begin(), got.end()) == x);
+  }
+}
+
+TEST_CASE("grpc: ModelInfer replies with large and small outputs in order, the large ones as slices", "[grpc]") {
+  // The server serialises ModelInfer's reply itself: outputs of 64 KiB or more go out as slices
+  // of their own strings after the rest of the message. Both orders of a large and a small
+  // output, and the message's other fields, must read as protobuf wrote them.
+  auto stub = raw_stub(test_server());
+  for (const auto& [n0, n1] : {std::pair<std::size_t, std::size_t>{300000, 3}, {5, 70000}, {40000, 40000}, {0, 0}}) {
+    INFO(n0 << " INT32 elements and " << n1 << " strings");
+    inference::ModelInferRequest q;
+    q.set_model_name("batch_identity");
+    q.set_id("mixed");
+    auto* in0 = q.add_inputs();
+    in0->set_name("INPUT0");
+    in0->set_datatype("INT32");
+    in0->add_shape(1);
+    in0->add_shape(static_cast<std::int64_t>(n0));
+    auto* in1 = q.add_inputs();
+    in1->set_name("INPUT1");
+    in1->set_datatype("BYTES");
+    in1->add_shape(1);
+    in1->add_shape(static_cast<std::int64_t>(n1));
+    std::string ints(n0 * 4, '\0');
+    for (std::size_t i = 0; i < n0; ++i) {
+      const auto v = static_cast<std::int32_t>(i * 7);
+      std::memcpy(ints.data() + i * 4, &v, 4);
+    }
+    std::string strings;
+    for (std::size_t i = 0; i < n1; ++i) {
+      const std::string e = std::to_string(i);
+      const auto len = static_cast<std::uint32_t>(e.size());
+      strings.append(reinterpret_cast<const char*>(&len), 4).append(e);
+    }
+    q.add_raw_input_contents(ints);
+    q.add_raw_input_contents(strings);
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse r;
+    const auto st = stub->ModelInfer(&ctx, q, &r);
+    REQUIRE(st.ok());
+    CHECK(r.id() == "mixed");
+    CHECK(r.model_name() == "batch_identity");
+    REQUIRE(r.outputs_size() == 2);
+    CHECK(r.outputs(0).name() == "OUTPUT0");
+    CHECK(r.outputs(1).shape(1) == static_cast<std::int64_t>(n1));
+    REQUIRE(r.raw_output_contents_size() == 2);
+    CHECK(r.raw_output_contents(0) == ints);
+    CHECK(r.raw_output_contents(1) == strings);
   }
 }
 
