@@ -3,7 +3,7 @@
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) and runs each one.
 #   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--compiler CLANGXX] [--quick-build] [target...]
 # Default: 600 seconds per target (the long run), built with -O1 and full debug information; the
-# test command runs it with --seconds 10 --quick-build (-O0, line tables: half the compile time)
+# test command runs it with --seconds 5 --quick-build (-O0, line tables: half the compile time)
 # in a build folder of its own.
 # Seeds come from tests/fuzz/corpus/<target>; what a run finds new stays in the build dir.
 # Exits non-zero when a target crashes, leaks, times out or trips a sanitizer.
