@@ -15,6 +15,8 @@
 #include "health.grpc.pb.h"
 
 #include <boost/asio/post.hpp>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 namespace inferwire::server::grpc_detail {
 
@@ -50,14 +52,15 @@ namespace {
   std::vector<::grpc::Slice> slices;
   slices.reserve(2 * entries.size() + 1);
   for (auto& e : entries) {
-    // The entry's key (field 6, length-delimited: 0x32) and its length, a varint.
-    char head[11] = {0x32};
-    std::size_t at = 1;
-    for (std::uint64_t n = e->size();; n >>= 7) {
-      head[at++] = static_cast<char>(n < 0x80 ? n : (n & 0x7f) | 0x80);
-      if (n < 0x80) break;
-    }
-    pending.append(head, at);
+    // The entry's key (field 6, length-delimited) and its length, as protobuf writes them.
+    namespace io = ::google::protobuf::io;
+    using wire = ::google::protobuf::internal::WireFormatLite;
+    std::uint8_t head[16];
+    std::uint8_t* end = io::CodedOutputStream::WriteTagToArray(
+        wire::MakeTag(pb::ModelInferResponse::kRawOutputContentsFieldNumber, wire::WIRETYPE_LENGTH_DELIMITED), head);
+    end = io::CodedOutputStream::WriteVarint64ToArray(e->size(), end);
+    const auto at = static_cast<std::size_t>(end - head);
+    pending.append(reinterpret_cast<const char*>(head), at);
     bytes += at + e->size();
     if (e->size() < handed_over) {
       pending += *e;
