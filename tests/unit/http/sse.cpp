@@ -56,6 +56,28 @@ TEST_CASE("sse_splitter: one event may not pass the reply limit", "[http][sse]")
   CHECK(c.texts.size() == 1);
 }
 
+TEST_CASE("sse_splitter: a read that takes it past the limit but ends the event is accepted", "[http][sse]") {
+  // The splitter refuses an unfinished event before it grows past the limit; a read that holds
+  // the event's blank line, or its second half across the previous read's end, is not refused.
+  collected c;
+  auto split = c.splitter(1024);
+  const std::string text(990, 'x');
+  CHECK(split("data: {\"a\":\"" + text + "\"}", false));  // 1,008 bytes, unfinished
+  CHECK(split("\n\ndata: {\"b\":2}\n\n", false));          // over 1,024 together: two events end
+  CHECK(split("data: {\"c\":\"" + text + "\"}\n", false));
+  CHECK(split("\ndata: {\"d\":4}\n\n", false));  // the blank line across the reads' boundary
+  CHECK(split({}, true));
+  REQUIRE(c.texts.size() == 4);
+  CHECK(c.texts[1] == "{\"b\":2}");
+  CHECK(c.texts[3] == "{\"d\":4}");
+  // And an unfinished one that a read would take past the limit is refused at that read.
+  collected d;
+  auto split2 = d.splitter(1024);
+  CHECK(split2("data: {\"a\":\"" + text, false));
+  CHECK_FALSE(split2(std::string(40, 'y') + "\n", false));
+  CHECK(d.texts.empty());
+}
+
 TEST_CASE("sse_splitter: a long event read in small pieces is searched once", "[http][sse]") {
   // 8 MiB in 4 KiB reads: with a search from the start after every read this took seconds;
   // here it is one pass.

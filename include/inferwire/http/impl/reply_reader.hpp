@@ -18,10 +18,15 @@
 #include <boost/json/value_to.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace inferwire::http {
@@ -158,21 +163,23 @@ class sse_splitter {
                         std::size_t max_event = std::string::npos)
       : on_event_(std::move(on_event)), max_event_(max_event) {}
   bool operator()(std::string_view bytes, bool end) {
-    // Grown by half, not doubled (a vector reserves exactly what it is asked; a string would
-    // double): an unfinished event takes about its own size in memory.
-    if (pending_.size() + bytes.size() > pending_.capacity())
-      pending_.reserve(std::max(pending_.size() + bytes.size(), pending_.capacity() + pending_.capacity() / 2));
-    pending_.insert(pending_.end(), bytes.begin(), bytes.end());
-    const std::string_view all(pending_.data(), pending_.size());
+    // An unfinished event that these bytes would take past the limit, with no blank line among
+    // them (nor across the previous read's end) to finish it: refused before it grows.
+    if (pending_.size() + bytes.size() > max_event_ && !bytes.empty() &&
+        bytes.find("\n\n") == std::string_view::npos &&
+        !(bytes.front() == '\n' && pending_.size() > 0 && pending_.back() == '\n'))
+      return false;
+    pending_.append(bytes);
+    const std::string_view all = pending_.view();
     std::size_t at = 0;
     // A blank line may straddle the previous read's end: look again from its last byte.
     for (std::size_t blank; (blank = all.find("\n\n", std::max(at, scanned_))) != std::string_view::npos;
          at = blank + 2, scanned_ = at)
       if (!event(all.substr(at, blank - at))) return false;
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
-    scanned_ = pending_.empty() ? 0 : pending_.size() - 1;
+    pending_.erase_front(at);
+    scanned_ = pending_.size() > 0 ? pending_.size() - 1 : 0;
     if (pending_.size() > max_event_) return false;  // an event past the reply limit
-    return !end || std::string_view(pending_.data(), pending_.size()).find_first_not_of("\r\n") == std::string_view::npos;
+    return !end || pending_.view().find_first_not_of("\r\n") == std::string_view::npos;
   }
 
  private:
@@ -198,7 +205,61 @@ class sse_splitter {
 
   std::function<void(boost::json::object&&)> on_event_;
   std::size_t max_event_;
-  std::vector<char> pending_;
+  // The unfinished event's bytes. Grown with realloc, which moves a large block's pages
+  // (mremap) instead of copying them: an event of N bytes holds about N bytes, never the old
+  // and the new block at once, as a vector's or a string's growth would (twice the limit).
+  class growing_bytes {
+   public:
+    growing_bytes() = default;
+    growing_bytes(growing_bytes&& other) noexcept
+        : data_(std::move(other.data_)),
+          size_(std::exchange(other.size_, 0)),
+          capacity_(std::exchange(other.capacity_, 0)) {}
+    growing_bytes& operator=(growing_bytes&& other) noexcept {
+      data_ = std::move(other.data_);
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      return *this;
+    }
+    growing_bytes(const growing_bytes& other) { append(other.view()); }  // std::function copies its target
+    growing_bytes& operator=(const growing_bytes& other) {
+      if (this != &other) {
+        size_ = 0;
+        append(other.view());
+      }
+      return *this;
+    }
+    std::size_t size() const { return size_; }
+    char back() const { return data_.get()[size_ - 1]; }
+    std::string_view view() const { return {data_.get(), size_}; }
+    void append(std::string_view bytes) {
+      if (bytes.empty()) return;
+      if (size_ + bytes.size() > capacity_) {
+        const std::size_t want = std::max(size_ + bytes.size(), capacity_ + capacity_ / 2);
+        void* grown = std::realloc(data_.get(), want);
+        if (grown == nullptr) throw std::bad_alloc();
+        (void)data_.release();
+        data_.reset(static_cast<char*>(grown));
+        capacity_ = want;
+      }
+      std::memcpy(data_.get() + size_, bytes.data(), bytes.size());
+      size_ += bytes.size();
+    }
+    void erase_front(std::size_t n) {
+      if (n == 0) return;
+      std::memmove(data_.get(), data_.get() + n, size_ - n);
+      size_ -= n;
+    }
+
+   private:
+    struct release {
+      void operator()(char* p) const { std::free(p); }
+    };
+    std::unique_ptr<char, release> data_;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
+  };
+  growing_bytes pending_;
   std::size_t scanned_ = 0;  ///< pending_ before this has no blank line starting in it
 };
 
