@@ -15,8 +15,6 @@
 #include "health.grpc.pb.h"
 
 #include <boost/asio/post.hpp>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
 
 namespace inferwire::server::grpc_detail {
 
@@ -25,58 +23,7 @@ namespace conv = inferwire::grpc;
 
 namespace {
 
-// ModelInfer's reply as gRPC sends it, serialised here rather than by gRPC (the method is raw):
-// the message's fields but raw_output_contents, then each raw_output_contents entry (field 6,
-// the message's last, so the bytes are those protobuf writes). An entry of 64 KiB or more goes
-// out as a slice of its own string, handed to gRPC without a copy and freed once gRPC sent it;
-// gRPC would have copied the whole message into a buffer of its size, a 64 MiB identity reply
-// into 64 MiB more of fresh memory. Smaller replies are one buffer, as gRPC makes them.
-::grpc::ByteBuffer serialize_infer_reply(pb::ModelInferResponse& r, std::uint64_t& bytes) {
-  constexpr std::size_t handed_over = 64 * 1024;
-  bool large = false;
-  for (const auto& c : r.raw_output_contents()) large = large || c.size() >= handed_over;
-  if (!large) {
-    const std::size_t n = r.ByteSizeLong();
-    ::grpc::Slice slice(n);
-    r.SerializeWithCachedSizesToArray(const_cast<std::uint8_t*>(slice.begin()));
-    bytes = n;
-    return ::grpc::ByteBuffer(&slice, 1);
-  }
-  // The entries, in order, out of the message (their memory moves; the message keeps none).
-  std::vector<std::unique_ptr<std::string>> entries;
-  entries.reserve(static_cast<std::size_t>(r.raw_output_contents_size()));
-  for (auto& c : *r.mutable_raw_output_contents()) entries.push_back(std::make_unique<std::string>(std::move(c)));
-  r.clear_raw_output_contents();
-  std::string pending = r.SerializeAsString();  // every field before 6
-  bytes = pending.size();
-  std::vector<::grpc::Slice> slices;
-  slices.reserve(2 * entries.size() + 1);
-  for (auto& e : entries) {
-    // The entry's key (field 6, length-delimited) and its length, as protobuf writes them.
-    namespace io = ::google::protobuf::io;
-    using wire = ::google::protobuf::internal::WireFormatLite;
-    std::uint8_t head[16];
-    std::uint8_t* end = io::CodedOutputStream::WriteTagToArray(
-        wire::MakeTag(pb::ModelInferResponse::kRawOutputContentsFieldNumber, wire::WIRETYPE_LENGTH_DELIMITED), head);
-    end = io::CodedOutputStream::WriteVarint64ToArray(e->size(), end);
-    const auto at = static_cast<std::size_t>(end - head);
-    pending.append(reinterpret_cast<const char*>(head), at);
-    bytes += at + e->size();
-    if (e->size() < handed_over) {
-      pending += *e;
-      continue;
-    }
-    slices.emplace_back(pending);
-    pending.clear();
-    slices.emplace_back(e->data(), e->size(), [](void* p) { delete static_cast<std::string*>(p); }, e.get());
-    e.release();  // the slice owns it now
-  }
-  if (!pending.empty()) slices.emplace_back(pending);
-  return ::grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-class inference_service final
-    : public pb::GRPCInferenceService::WithRawMethod_ModelInfer<pb::GRPCInferenceService::AsyncService> {
+class inference_service final : public raw_inference_service {
  public:
   explicit inference_service(server_state& s) : svc_(s) {}
   service& svc() noexcept { return svc_; }
@@ -358,9 +305,10 @@ namespace health_v1 = ::grpc::health::v1;
 void listen_all(inference_service& inference, health_service& health, ::grpc::ServerCompletionQueue* cq,
                 const std::shared_ptr<queue_gate>& gate, int ahead) {
   for (int i = 0; i < ahead; ++i) {
-    // Raw: its request parsed by the call, its reply serialised by serialize_infer_reply.
+    // Raw: its request parsed by the call, its reply serialised by serialize_reply.
+    constexpr ::grpc::ByteBuffer (*serialize)(pb::ModelInferResponse&, std::uint64_t&) = &serialize_reply;
     unary_call<inference_service, pb::ModelInferRequest, pb::ModelInferResponse, &inference_service::RequestModelInfer,
-               &inference_service::ModelInfer, true, &serialize_infer_reply>::listen(inference, cq, gate);
+               &inference_service::ModelInfer, true, serialize>::listen(inference, cq, gate);
     stream_call::listen(inference, inference.svc(), cq, gate);
   }
   INFERWIRE_UNARY(ServerLive)::listen(inference, cq, gate);

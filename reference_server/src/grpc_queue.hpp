@@ -100,6 +100,21 @@ inline void serve_queue(::grpc::ServerCompletionQueue* cq) {
   }
 }
 
+/// A raw method's message (ModelInfer's request, a stream's), parsed from the bytes it arrived
+/// in as gRPC parses a typed one; the bytes are let go after. False: they are not a message of
+/// that type (gRPC then answers a unary call INTERNAL `Unable to parse request`, and fails a
+/// stream's read).
+inline bool parse_received(::grpc::ByteBuffer& received, ::google::protobuf::MessageLite& into) {
+  if (!received.Valid()) return false;
+  bool parsed = false;
+  {
+    ::grpc::ProtoBufferReader reader(&received);
+    parsed = reader.status().ok() && into.ParseFromZeroCopyStream(&reader);
+  }
+  received.Clear();
+  return parsed;
+}
+
 /// What a unary handler sees of its call: the server context (metadata, cancellation) and the
 /// one reply, which any thread may send. The call may be gone as soon as finish() is called.
 class unary_context {
@@ -205,17 +220,9 @@ class unary_call final : public rpc, public unary_context {
  private:
   enum : int { arrived, sent, over };
 
-  // A raw method's request, parsed as gRPC parses a typed one (its bytes are let go after).
   bool parse_request() {
     received_bytes_ = received_.Length();
-    if (!received_.Valid()) return false;
-    bool parsed = false;
-    {
-      ::grpc::ProtoBufferReader reader(&received_);
-      parsed = reader.status().ok() && request_->ParseFromZeroCopyStream(&reader);
-    }
-    received_.Clear();
-    return parsed;
+    return parse_received(received_, *request_);
   }
 
   unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)

@@ -4,7 +4,11 @@
 #include <inferwire/core/config.hpp>
 #include <inferwire/grpc/convert.hpp>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <chrono>
+#include <limits>
 #include <optional>
 
 namespace inferwire::server::grpc_detail {
@@ -33,9 +37,82 @@ void recycle(pb::ModelInferResponse& r) {
   r.clear_raw_output_contents();
 }
 
+// Entries of raw_output_contents this large go to gRPC as slices of their own strings.
+constexpr std::size_t handed_over = 64 * 1024;
+
+bool has_large_output(const pb::ModelInferResponse& r) {
+  for (const auto& c : r.raw_output_contents())
+    if (c.size() >= handed_over) return true;
+  return false;
+}
+
+// A length-delimited field's key and length, as protobuf writes them.
+void append_key(std::string& out, int field, std::uint64_t length) {
+  namespace io = ::google::protobuf::io;
+  using wire = ::google::protobuf::internal::WireFormatLite;
+  std::uint8_t head[16];
+  std::uint8_t* end = io::CodedOutputStream::WriteTagToArray(wire::MakeTag(field, wire::WIRETYPE_LENGTH_DELIMITED), head);
+  end = io::CodedOutputStream::WriteVarint64ToArray(length, end);
+  out.append(reinterpret_cast<const char*>(head), static_cast<std::size_t>(end - head));
+}
+
+// The whole message in one buffer: its size computed once (gRPC computes it twice).
+::grpc::ByteBuffer one_buffer(const ::google::protobuf::MessageLite& m, std::uint64_t& bytes) {
+  const std::size_t n = m.ByteSizeLong();
+  ::grpc::Slice slice(n);
+  m.SerializeWithCachedSizesToArray(const_cast<std::uint8_t*>(slice.begin()));
+  bytes = n;
+  return ::grpc::ByteBuffer(&slice, 1);
+}
+
+// `head` (what precedes the response: nothing, or a stream response's fields before it), then
+// the response's fields but raw_output_contents, then each entry in order: field 6 is the
+// message's last, so these are the bytes protobuf writes. The entries move out of the message.
+::grpc::ByteBuffer sliced(pb::ModelInferResponse& r, std::string head, std::uint64_t& bytes) {
+  std::vector<std::unique_ptr<std::string>> entries;
+  entries.reserve(static_cast<std::size_t>(r.raw_output_contents_size()));
+  for (auto& c : *r.mutable_raw_output_contents()) entries.push_back(std::make_unique<std::string>(std::move(c)));
+  r.clear_raw_output_contents();
+  std::string pending = std::move(head);
+  r.AppendToString(&pending);  // every field before 6
+  bytes = pending.size();
+  std::vector<::grpc::Slice> slices;
+  slices.reserve(2 * entries.size() + 1);
+  for (auto& e : entries) {
+    const std::size_t before = pending.size();
+    append_key(pending, pb::ModelInferResponse::kRawOutputContentsFieldNumber, e->size());
+    bytes += pending.size() - before + e->size();
+    if (e->size() < handed_over) {
+      pending += *e;
+      continue;
+    }
+    slices.emplace_back(pending);
+    pending.clear();
+    slices.emplace_back(e->data(), e->size(), [](void* p) { delete static_cast<std::string*>(p); }, e.get());
+    e.release();  // the slice owns it now
+  }
+  if (!pending.empty()) slices.emplace_back(pending);
+  return ::grpc::ByteBuffer(slices.data(), slices.size());
+}
+
 }  // namespace
 
-message_size size_of(const pb::ModelInferRequest& q) { return {q.ByteSizeLong(), typed_bytes(q)}; }
+::grpc::ByteBuffer serialize_reply(pb::ModelInferResponse& r, std::uint64_t& bytes) {
+  return has_large_output(r) ? sliced(r, {}, bytes) : one_buffer(r, bytes);
+}
+
+::grpc::ByteBuffer serialize_reply(pb::ModelStreamInferResponse& r, std::uint64_t& bytes) {
+  if (!r.has_infer_response() || !has_large_output(r.infer_response())) return one_buffer(r, bytes);
+  // error_message (field 1), then infer_response's key and length (field 2) before its bytes.
+  pb::ModelInferResponse& ir = *r.mutable_infer_response();
+  std::string head;
+  if (!r.error_message().empty()) {
+    append_key(head, pb::ModelStreamInferResponse::kErrorMessageFieldNumber, r.error_message().size());
+    head += r.error_message();
+  }
+  append_key(head, pb::ModelStreamInferResponse::kInferResponseFieldNumber, ir.ByteSizeLong());
+  return sliced(ir, std::move(head), bytes);
+}
 
 std::uint64_t typed_bytes(const pb::ModelInferRequest& q) {
   std::uint64_t typed = 0;
@@ -57,7 +134,7 @@ decoded decode_message(const pb::ModelInferRequest& q, const message_size& size,
   return {conv::decode_infer_request(q, call.model->config->name, call.request), size.typed};
 }
 
-void stream_call::listen(pb::GRPCInferenceService::AsyncService& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+void stream_call::listen(raw_inference_service& async, service& svc, ::grpc::ServerCompletionQueue* cq,
                          std::shared_ptr<queue_gate> gate) {
   auto* c = new stream_call(async, svc, cq, std::move(gate));
   c->ctx_.AsyncNotifyWhenDone(&c->over_ev_);
@@ -68,7 +145,7 @@ void stream_call::listen(pb::GRPCInferenceService::AsyncService& async, service&
 // A client that takes no response for --stall-timeout-secs has its stream cancelled: the
 // producer gets false and its model stops, instead of holding the model's instance and an
 // execution thread for as long as the client keeps the connection open.
-stream_call::stream_call(pb::GRPCInferenceService::AsyncService& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+stream_call::stream_call(raw_inference_service& async, service& svc, ::grpc::ServerCompletionQueue* cq,
                          std::shared_ptr<queue_gate> gate)
     : async_(async), svc_(svc), cq_(cq), gate_(std::move(gate)), stream_(&ctx_),
       replies_(std::chrono::seconds(svc.state().opts.stall_timeout_secs), [this] { ctx_.TryCancel(); }) {}
@@ -102,6 +179,9 @@ void stream_call::on_arrived(bool ok) {
 
 void stream_call::on_read(bool ok) {
   INFERWIRE_TAKEN_BACK(this);
+  const std::uint64_t wire = received_.Length();
+  // A message that does not parse fails the read, as it fails a typed stream's in gRPC.
+  if (ok && !parse_received(received_, request_)) ok = false;
   if (!ok) {  // the client closed its side, or went away
     finish(::grpc::Status::OK);
     return release();
@@ -112,7 +192,7 @@ void stream_call::on_read(bool ok) {
   // (cleared strings and repeated fields keep their capacity), outside the in-flight budget:
   // 128 MiB sent once stayed for the stream's life. Such a message is let go before the next
   // read.
-  const message_size size = size_of(request_);
+  const message_size size{wire, typed_bytes(request_)};
   renew_request_ = size.total() > kept_request_bytes;
   // A large message leaves the heap larger once answered, whether or not it was valid.
   svc_.state().heap.note(size.total());
@@ -215,7 +295,7 @@ void stream_call::write_next() {
   // trim must come after.
   if (!writing_.empty()) {
     response& written = writing_.front();
-    const auto size = static_cast<std::size_t>(written.GetCachedSize());
+    const std::uint64_t size = writing_bytes_;
     svc_.state().heap.note(size);
     if (size <= kept_request_bytes) {
       // Field by field: the message's own Clear() would delete its infer_response.
@@ -245,7 +325,7 @@ void stream_call::write_next() {
     if (finish_now) finish_started_ = true;
   }
   if (resume_read) start_read();
-  if (!writing_.empty()) start_write(&writing_.front());
+  if (!writing_.empty()) start_write(writing_.front());
   else if (finish_now) start_finish(final_);
 }
 
@@ -267,11 +347,20 @@ void stream_call::start_read() {
   if (std::exchange(renew_request_, false)) request_ = pb::ModelInferRequest();
   hold();
   INFERWIRE_HANDED_OVER(this);
-  if (!gate_->start([&] { stream_.Read(&request_, &read_ev_); })) release();
+  if (!gate_->start([&] { stream_.Read(&received_, &read_ev_); })) release();
 }
-void stream_call::start_write(const response* m) {
+void stream_call::start_write(response& m) {
+  ::grpc::ByteBuffer bytes;
+  try {
+    bytes = serialize_reply(m, writing_bytes_);
+  } catch (...) {  // no memory for its buffers: the stream ends INTERNAL, as a unary reply would
+    writing_bytes_ = std::numeric_limits<std::uint64_t>::max();  // not kept for the next
+    finish(::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response"));
+    replies_.broken();
+    return write_next();
+  }
   hold();
-  if (!gate_->start([&] { stream_.Write(*m, &wrote_ev_); })) release();
+  if (!gate_->start([&] { stream_.Write(bytes, &wrote_ev_); })) release();
 }
 void stream_call::start_finish(const ::grpc::Status& st) {
   hold();

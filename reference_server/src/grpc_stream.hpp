@@ -27,8 +27,7 @@ struct message_size {
   std::uint64_t wire = 0, typed = 0;
   std::uint64_t total() const noexcept { return wire + typed; }
 };
-message_size size_of(const ::inference::ModelInferRequest& q);
-/// The typed part of a message's size alone (size_of's `typed`).
+/// The typed part of a message's size (message_size's `typed`).
 std::uint64_t typed_bytes(const ::inference::ModelInferRequest& q);
 
 /// The decoding step of an inference request message (ModelInfer's and the stream's): the
@@ -36,13 +35,28 @@ std::uint64_t typed_bytes(const ::inference::ModelInferRequest& q);
 /// handler ran: both are its arrival), and the typed contents' bytes for the budget.
 decoded decode_message(const ::inference::ModelInferRequest& q, const message_size& size, infer_call& call);
 
+/// The inference service as the frontend registers it: ModelInfer and ModelStreamInfer are raw
+/// (the server parses their requests and serialises their replies), every other method typed.
+using raw_inference_service = ::inference::GRPCInferenceService::WithRawMethod_ModelStreamInfer<
+    ::inference::GRPCInferenceService::WithRawMethod_ModelInfer<::inference::GRPCInferenceService::AsyncService>>;
+
+/// A reply of ModelInfer, or of a stream, as gRPC sends it, serialised by the server; `bytes`:
+/// its size. A small one is one buffer, as gRPC makes it. In one with a raw_output_contents entry
+/// of 64 KiB or more, each such entry goes to gRPC as a slice of its own string (moved out of
+/// the message, freed once sent) where gRPC would have copied the whole message into a buffer
+/// of its size: a 64 MiB identity reply into 64 MiB more of fresh memory. The bytes are those
+/// protobuf writes. Throws std::bad_alloc.
+::grpc::ByteBuffer serialize_reply(::inference::ModelInferResponse& r, std::uint64_t& bytes);
+::grpc::ByteBuffer serialize_reply(::inference::ModelStreamInferResponse& r, std::uint64_t& bytes);
+
 /// One ModelStreamInfer stream. Requests of a stream run one after the other, so responses keep
 /// the stream's order: the next request is read when the previous one is answered. No thread
 /// is held while a stream is idle or its request runs; responses go through the stream's
 /// reply_queue (its bound, stall and exit rules) and are written one at a time. A client that
 /// does not read its responses stops the stream from reading requests once `max_queued`
 /// responses wait, and a decoupled model that produces faster than its client reads waits (on
-/// the execution pool) at that point too.
+/// the execution pool) at that point too. The method is raw: requests are parsed here from the
+/// bytes read, and responses serialised here (serialize_reply).
 ///
 /// On the completion-queue API: every operation started (read, write, finish), the request
 /// running and the end-of-call notice each hold the object (`holds_`); it deletes itself when
@@ -56,15 +70,15 @@ class stream_call final : public rpc {
   static constexpr std::size_t kept_request_bytes = 16 * 1024;
 
   /// Asks `cq` for the next stream of `async`, whose requests `svc` runs.
-  static void listen(::inference::GRPCInferenceService::AsyncService& async, service& svc,
-                     ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate);
+  static void listen(raw_inference_service& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+                     std::shared_ptr<queue_gate> gate);
 
   void on(int what, bool ok) override;
 
  private:
   enum : int { arrived, read, wrote, finished, over };
 
-  stream_call(::inference::GRPCInferenceService::AsyncService& async, service& svc, ::grpc::ServerCompletionQueue* cq,
+  stream_call(raw_inference_service& async, service& svc, ::grpc::ServerCompletionQueue* cq,
               std::shared_ptr<queue_gate> gate);
 
   void on_arrived(bool ok);
@@ -85,19 +99,21 @@ class stream_call final : public rpc {
   void finish(::grpc::Status st);
 
   void start_read();
-  void start_write(const response* m);
+  /// Serialises `m` (a large one loses its raw outputs to the slices) and writes it.
+  void start_write(response& m);
   void start_finish(const ::grpc::Status& st);
   void hold() { holds_.fetch_add(1, std::memory_order_relaxed); }
   void release() {
     if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  ::inference::GRPCInferenceService::AsyncService& async_;
+  raw_inference_service& async_;
   service& svc_;
   ::grpc::ServerCompletionQueue* cq_;
   std::shared_ptr<queue_gate> gate_;
   ::grpc::ServerContext ctx_;
-  ::grpc::ServerAsyncReaderWriter<response, ::inference::ModelInferRequest> stream_;
+  ::grpc::ServerAsyncReaderWriter<::grpc::ByteBuffer, ::grpc::ByteBuffer> stream_;
+  ::grpc::ByteBuffer received_;  ///< the request's bytes as read, until request_ is parsed from them
   event arrived_ev_{this, arrived}, read_ev_{this, read}, wrote_ev_{this, wrote}, finished_ev_{this, finished},
       over_ev_{this, over};
   std::atomic<int> holds_{0};
@@ -109,6 +125,7 @@ class stream_call final : public rpc {
   bool empty_final_ = false;
   reply_queue<response> replies_;
   std::vector<response> writing_;  ///< the response being written (at most one)
+  std::uint64_t writing_bytes_ = 0;  ///< its size as serialised
   std::mutex mu_;                  ///< guards what follows
   /// A small response already written, cleared: the next response is built in it, reusing its
   /// strings and fields instead of a dozen allocations.

@@ -25,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -246,7 +247,7 @@ TEST_CASE("grpc: an output that is a whole input takes the input's bytes instead
   }
 }
 
-TEST_CASE("grpc: ModelInfer replies with large and small outputs in order, the large ones as slices", "[grpc]") {
+TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in order, the large ones as slices", "[grpc]") {
   // The server serialises ModelInfer's reply itself: outputs of 64 KiB or more go out as slices
   // of their own strings after the rest of the message. Both orders of a large and a small
   // output, and the message's other fields, must read as protobuf wrote them.
@@ -291,6 +292,54 @@ TEST_CASE("grpc: ModelInfer replies with large and small outputs in order, the l
     REQUIRE(r.raw_output_contents_size() == 2);
     CHECK(r.raw_output_contents(0) == ints);
     CHECK(r.raw_output_contents(1) == strings);
+
+    // The same request over a stream, whose responses the server serialises too: read as bytes,
+    // they must be the bytes protobuf writes for the message they parse into.
+    grpc::GenericStub generic(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(test_server().grpc_port()), grpc::InsecureChannelCredentials()));
+    grpc::CompletionQueue cq;
+    auto step = [&cq] {
+      void* tag = nullptr;
+      bool ok = false;
+      REQUIRE(cq.Next(&tag, &ok));
+      return ok;
+    };
+    {
+      grpc::ClientContext sctx;
+      auto rw = generic.PrepareCall(&sctx, "/inference.GRPCInferenceService/ModelStreamInfer", &cq);
+      rw->StartCall(nullptr);
+      REQUIRE(step());
+      grpc::Slice slice(q.SerializeAsString());
+      grpc::ByteBuffer in(&slice, 1), out;
+      rw->Write(in, nullptr);
+      REQUIRE(step());
+      rw->Read(&out, nullptr);
+      REQUIRE(step());
+      std::vector<grpc::Slice> slices;
+      REQUIRE(out.Dump(&slices).ok());
+      std::string wire;
+      for (const auto& sl : slices) wire.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      inference::ModelStreamInferResponse sr;
+      REQUIRE(sr.ParseFromString(wire));
+      CHECK(sr.SerializeAsString() == wire);
+      CHECK(sr.error_message().empty());
+      CHECK(sr.infer_response().id() == "mixed");
+      CHECK(sr.infer_response().parameters().at("triton_final_response").bool_param());
+      REQUIRE(sr.infer_response().raw_output_contents_size() == 2);
+      CHECK(sr.infer_response().raw_output_contents(0) == ints);
+      CHECK(sr.infer_response().raw_output_contents(1) == strings);
+      rw->WritesDone(nullptr);
+      REQUIRE(step());
+      grpc::Status st2;
+      rw->Finish(&st2, nullptr);
+      REQUIRE(step());
+      CHECK(st2.ok());
+    }
+    cq.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
   }
 }
 
