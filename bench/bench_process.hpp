@@ -78,6 +78,12 @@ void for_process_and_children(pid_t pid, bool children, F f) {
   }
 }
 
+// Minor page faults of `pid` so far (all threads; field 10 of /proc/<pid>/stat); 0 when gone.
+inline double minor_faults(pid_t pid) {
+  const auto f = stat_fields(pid);
+  return f.size() >= 13 ? std::stod(f[7]) : 0.0;
+}
+
 // CPU seconds (user + system, all threads, exited ones included) of `pid`, and of its children
 // if `children`. The process's CPU-time clock (clock_getcpuclockid) counts in nanoseconds; the
 // clock ticks of /proc/<pid>/stat (10 ms each) are the fallback where that clock is refused.

@@ -442,27 +442,30 @@ int run(int argc, char** argv) {
       big_echo.infer("identity_fp32", big_req);
     }
     const double seconds = bytes >= (std::size_t{16} << 20) ? 2.0 : 0.8;
-    std::vector<double> call_us[2], cpu_ns[2];  // per call, per byte; [0] echo, [1] ours
+    std::vector<double> call_us[2], cpu_ns[2], faults[2];  // per call, per byte, per call; [0] echo, [1] ours
     for (int round = 0; round < 3; ++round) {
       int k = 0;
       for (auto [c, pid] : {std::pair{&big_echo, big_echo_pid}, std::pair{&big_ours, server_pid}}) {
-        const double c0 = bench::cpu_seconds(pid, false);
+        const double c0 = bench::cpu_seconds(pid, false), f0 = bench::minor_faults(pid);
         const result r = run_unary(*c, "identity_fp32", big_req, 1, seconds);
         const double n = static_cast<double>(std::max<std::size_t>(r.count, 1));
         call_us[k].push_back(1e6 / r.rps);
+        faults[k].push_back((bench::minor_faults(pid) - f0) / n);
         cpu_ns[k++].push_back((bench::cpu_seconds(pid, false) - c0) * 1e9 / (n * static_cast<double>(bytes)));
       }
     }
     const double t_echo = bench::median(call_us[0]), t_ours = bench::median(call_us[1]);
     const double c_echo = bench::median(cpu_ns[0]), c_ours = bench::median(cpu_ns[1]);
+    const double f_echo = bench::median(faults[0]), f_ours = bench::median(faults[1]);
     const double rt = t_ours / t_echo, rc = c_ours / c_echo;
     const std::string size = bytes < 1024 ? std::to_string(bytes) + " B"
                              : bytes < (std::size_t{1} << 20) ? std::to_string(bytes >> 10) + " KiB"
                                                                : std::to_string(bytes >> 20) + " MiB";
     std::printf("identity_fp32 %7s, one call at a time: inferwire-server %9.1f us/call %7.3f ns CPU/B   "
-                "cq echo %9.1f us/call %7.3f ns CPU/B   ratio %.2f time (<= 1.1: %s), %.2f CPU (<= 1.1: %s)\n",
+                "cq echo %9.1f us/call %7.3f ns CPU/B   ratio %.2f time (<= 1.1: %s), %.2f CPU (<= 1.1: %s)   "
+                "page faults per call %.0f, echo %.0f\n",
                 size.c_str(), t_ours, c_ours, t_echo, c_echo, rt, rt <= 1.1 ? "met" : "NOT met", rc,
-                rc <= 1.1 ? "met" : "NOT met");
+                rc <= 1.1 ? "met" : "NOT met", f_ours, f_echo);
     bench::stop(big_echo_pid);
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));

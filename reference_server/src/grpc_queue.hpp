@@ -21,6 +21,10 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+
+namespace inference {
+class ModelInferRequest;
+}
 #include <type_traits>
 
 namespace inferwire::server::grpc_detail {
@@ -114,6 +118,9 @@ inline bool parse_received(::grpc::ByteBuffer& received, ::google::protobuf::Mes
   received.Clear();
   return parsed;
 }
+/// ModelInferRequest's (ModelInfer's and a stream's): the same, with each raw_input_contents
+/// entry that protobuf would grow as it parses (grpc_stream.cpp) reserved at its size first.
+bool parse_received(::grpc::ByteBuffer& received, ::inference::ModelInferRequest& into);
 
 /// What a unary handler sees of its call: the server context (metadata, cancellation) and the
 /// one reply, which any thread may send. The call may be gone as soon as finish() is called.

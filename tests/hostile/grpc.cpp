@@ -263,8 +263,20 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
          grpc::GenericStub generic(grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()),
                                                        grpc::InsecureChannelCredentials()));
          grpc::CompletionQueue cq;
+         // Past 50,000,000 bytes the server reads the sizes of raw_input_contents entries before
+         // the parse (to reserve them): an entry that says it is longer than what follows, and a
+         // whole entry followed by a broken tag.
+         const std::string big(50'000'016, 'x');
+         std::string lying = "\x3a";  // field 7, length-delimited
+         std::uint64_t n = big.size() + 8;  // its length as a varint: 8 bytes more than follow
+         for (; n >= 0x80; n >>= 7) lying += static_cast<char>((n & 0x7f) | 0x80);
+         lying += static_cast<char>(n);
+         lying += big;
+         inference::ModelInferRequest whole;
+         whole.add_raw_input_contents(big);
+         const std::string broken = whole.SerializeAsString() + "\xff\xff\xff\xff";
          for (const std::string& bytes : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x80\x80\x80\x80\x10", 6),
-                                          simple_request().SerializeAsString().substr(0, 40)}) {
+                                          simple_request().SerializeAsString().substr(0, 40), lying, broken}) {
            grpc::ClientContext ctx;
            grpc::Slice slice(bytes);
            grpc::ByteBuffer in(&slice, 1), out;

@@ -251,8 +251,17 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
   // The server serialises ModelInfer's reply itself: outputs of 64 KiB or more go out as slices
   // of their own strings after the rest of the message. Both orders of a large and a small
   // output, and the message's other fields, must read as protobuf wrote them.
-  auto stub = raw_stub(test_server());
-  for (const auto& [n0, n1] : {std::pair<std::size_t, std::size_t>{300000, 3}, {5, 70000}, {40000, 40000}, {0, 0}}) {
+  // Replies past gRPC's default 4 MiB receive limit.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  const auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(test_server().grpc_port()),
+                                                 grpc::InsecureChannelCredentials(), args);
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  grpc::GenericStub generic(channel);
+  // 12,500,001 INT32 elements: an entry of 50,000,004 bytes, past the size protobuf grows as it
+  // parses, which the server reserves first.
+  for (const auto& [n0, n1] :
+       {std::pair<std::size_t, std::size_t>{300000, 3}, {5, 70000}, {40000, 40000}, {0, 0}, {12'500'001, 2}}) {
     INFO(n0 << " INT32 elements and " << n1 << " strings");
     inference::ModelInferRequest q;
     q.set_model_name("batch_identity");
@@ -295,8 +304,6 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
 
     // The same request over a stream, whose responses the server serialises too: read as bytes,
     // they must be the bytes protobuf writes for the message they parse into.
-    grpc::GenericStub generic(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(test_server().grpc_port()), grpc::InsecureChannelCredentials()));
     grpc::CompletionQueue cq;
     auto step = [&cq] {
       void* tag = nullptr;
