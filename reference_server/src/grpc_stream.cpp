@@ -230,8 +230,12 @@ void stream_call::on_arrived(bool ok) {
 void stream_call::on_read(bool ok) {
   INFERWIRE_TAKEN_BACK(this);
   const std::uint64_t wire = received_.Length();
-  // A message that does not parse fails the read, as it fails a typed stream's in gRPC.
-  if (ok && !parse_received(received_, request_)) ok = false;
+  // A message that does not parse fails the read, as it fails a typed stream's in gRPC (what
+  // its parse took goes back to the heap with the stream: a large one is noted for the trim).
+  if (ok && !parse_received(received_, request_)) {
+    svc_.state().heap.note(wire);
+    ok = false;
+  }
   if (!ok) {  // the client closed its side, or went away
     finish(::grpc::Status::OK);
     return release();

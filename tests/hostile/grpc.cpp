@@ -3,6 +3,7 @@
 // After every case the server must still answer a correct inference over gRPC and HTTP, and
 // its resident memory and thread count must stay bounded.
 #include "../integration/harness.hpp"
+#include "../integration/raw_stream.hpp"
 #include "proc.hpp"
 
 #include "grpc_service.grpc.pb.h"
@@ -302,36 +303,16 @@ TEST_CASE("hostile: inferwire-server's gRPC frontend survives every case of the 
          // ModelStreamInfer's messages are parsed by the server too: a message that does not
          // parse fails the read, as it does when gRPC parses it, and the stream ends OK with no
          // response. The server keeps serving.
-         grpc::GenericStub generic(grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()),
-                                                       grpc::InsecureChannelCredentials()));
-         grpc::CompletionQueue cq;
-         auto step = [&cq] {
-           void* tag = nullptr;
-           bool ok = false;
-           REQUIRE(cq.Next(&tag, &ok));
-           return ok;
-         };
+         const auto channel =
+             grpc::CreateChannel("127.0.0.1:" + std::to_string(s.grpc_port()), grpc::InsecureChannelCredentials());
          for (const std::string& bytes : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x80\x80\x80\x80\x10", 6),
                                           simple_request().SerializeAsString().substr(0, 40)}) {
-           grpc::ClientContext ctx;
-           auto rw = generic.PrepareCall(&ctx, "/inference.GRPCInferenceService/ModelStreamInfer", &cq);
-           rw->StartCall(nullptr);
-           REQUIRE(step());
-           grpc::Slice slice(bytes);
-           grpc::ByteBuffer in(&slice, 1), out;
-           rw->Write(in, nullptr);
-           CHECK(step());
-           rw->Read(&out, nullptr);
-           CHECK_FALSE(step());  // no response: the stream is over
-           grpc::Status st;
-           rw->Finish(&st, nullptr);
-           REQUIRE(step());
-           CHECK(st.ok());
-         }
-         cq.Shutdown();
-         void* tag = nullptr;
-         bool ok = false;
-         while (cq.Next(&tag, &ok)) {
+           inferwire::test::raw_stream stream(channel);
+           REQUIRE(stream.opened());
+           CHECK(stream.write(bytes));
+           std::string reply;
+           CHECK_FALSE(stream.read(reply));  // no response: the stream is over
+           CHECK(stream.finish().ok());
          }
          still_serving(*stub, s.http_port());
        }},

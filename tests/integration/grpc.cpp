@@ -9,6 +9,7 @@
 #include <inferwire/shm/vmm_channel.hpp>
 
 #include "harness.hpp"
+#include "raw_stream.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,7 +26,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -257,7 +257,6 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
   const auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(test_server().grpc_port()),
                                                  grpc::InsecureChannelCredentials(), args);
   auto stub = inference::GRPCInferenceService::NewStub(channel);
-  grpc::GenericStub generic(channel);
   // 12,500,001 INT32 elements: an entry of 50,000,004 bytes, past the size protobuf grows as it
   // parses, which the server reserves first.
   for (const auto& [n0, n1] :
@@ -304,49 +303,22 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
 
     // The same request over a stream, whose responses the server serialises too: read as bytes,
     // they must be the bytes protobuf writes for the message they parse into.
-    grpc::CompletionQueue cq;
-    auto step = [&cq] {
-      void* tag = nullptr;
-      bool ok = false;
-      REQUIRE(cq.Next(&tag, &ok));
-      return ok;
-    };
-    {
-      grpc::ClientContext sctx;
-      auto rw = generic.PrepareCall(&sctx, "/inference.GRPCInferenceService/ModelStreamInfer", &cq);
-      rw->StartCall(nullptr);
-      REQUIRE(step());
-      grpc::Slice slice(q.SerializeAsString());
-      grpc::ByteBuffer in(&slice, 1), out;
-      rw->Write(in, nullptr);
-      REQUIRE(step());
-      rw->Read(&out, nullptr);
-      REQUIRE(step());
-      std::vector<grpc::Slice> slices;
-      REQUIRE(out.Dump(&slices).ok());
-      std::string wire;
-      for (const auto& sl : slices) wire.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-      inference::ModelStreamInferResponse sr;
-      REQUIRE(sr.ParseFromString(wire));
-      CHECK(sr.SerializeAsString() == wire);
-      CHECK(sr.error_message().empty());
-      CHECK(sr.infer_response().id() == "mixed");
-      CHECK(sr.infer_response().parameters().at("triton_final_response").bool_param());
-      REQUIRE(sr.infer_response().raw_output_contents_size() == 2);
-      CHECK(sr.infer_response().raw_output_contents(0) == ints);
-      CHECK(sr.infer_response().raw_output_contents(1) == strings);
-      rw->WritesDone(nullptr);
-      REQUIRE(step());
-      grpc::Status st2;
-      rw->Finish(&st2, nullptr);
-      REQUIRE(step());
-      CHECK(st2.ok());
-    }
-    cq.Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (cq.Next(&tag, &ok)) {
-    }
+    inferwire::test::raw_stream stream(channel);
+    REQUIRE(stream.opened());
+    REQUIRE(stream.write(q.SerializeAsString()));
+    std::string wire;
+    REQUIRE(stream.read(wire));
+    inference::ModelStreamInferResponse sr;
+    REQUIRE(sr.ParseFromString(wire));
+    CHECK(sr.SerializeAsString() == wire);
+    CHECK(sr.error_message().empty());
+    CHECK(sr.infer_response().id() == "mixed");
+    CHECK(sr.infer_response().parameters().at("triton_final_response").bool_param());
+    REQUIRE(sr.infer_response().raw_output_contents_size() == 2);
+    CHECK(sr.infer_response().raw_output_contents(0) == ints);
+    CHECK(sr.infer_response().raw_output_contents(1) == strings);
+    REQUIRE(stream.writes_done());
+    CHECK(stream.finish().ok());
   }
 }
 
