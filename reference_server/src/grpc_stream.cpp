@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grpc_stream.hpp"
 
+#include "raw_entries.hpp"
+
 #include <inferwire/core/config.hpp>
 #include <inferwire/grpc/convert.hpp>
 
@@ -95,55 +97,13 @@ void append_key(std::string& out, int field, std::uint64_t length) {
   return ::grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-// Reserves, at its full size, each raw_input_contents entry of the request in `received` that
-// protobuf would parse by growing a string as it appends: one longer than its safe string size
-// (50,000,000 bytes), of which it reserves only that much. A 64 MiB entry took a 50 MB buffer,
-// then a 100 MB one and a copy of the first into it; reserved, it is parsed into one buffer. The
-// sizes come from the message's top-level fields (read, not copied), and a length is reserved
-// only where the message holds that many bytes after it: a hostile message reserves no more
-// than it sent. The parse then reuses the entries (a cleared repeated field keeps its strings).
-void reserve_large_entries(::grpc::ByteBuffer& received, pb::ModelInferRequest& q) {
-  constexpr std::uint64_t grown_past = 50'000'000;
-  const std::uint64_t total = received.Length();
-  if (total <= grown_past) return;
-  ::grpc::ProtoBufferReader reader(&received);
-  if (!reader.status().ok()) return;
-  ::google::protobuf::io::CodedInputStream in(&reader);
-  using wire = ::google::protobuf::internal::WireFormatLite;
-  int entry = 0;
-  for (std::uint32_t tag; (tag = in.ReadTag()) != 0;) {
-    std::uint64_t value = 0;
-    std::uint32_t length = 0;
-    switch (wire::GetTagWireType(tag)) {
-      case wire::WIRETYPE_VARINT:
-        if (!in.ReadVarint64(&value)) return;
-        break;
-      case wire::WIRETYPE_FIXED64:
-        if (!in.Skip(8)) return;
-        break;
-      case wire::WIRETYPE_FIXED32:
-        if (!in.Skip(4)) return;
-        break;
-      case wire::WIRETYPE_LENGTH_DELIMITED:
-        if (!in.ReadVarint32(&length) || length > total - static_cast<std::uint64_t>(in.CurrentPosition())) return;
-        if (wire::GetTagFieldNumber(tag) == pb::ModelInferRequest::kRawInputContentsFieldNumber) {
-          std::string* s =
-              entry < q.raw_input_contents_size() ? q.mutable_raw_input_contents(entry) : q.add_raw_input_contents();
-          ++entry;
-          if (length > grown_past) s->reserve(length);
-        }
-        if (!in.Skip(static_cast<int>(length))) return;
-        break;
-      default:
-        return;  // a group, or no wire type: the parse refuses the message
-    }
-  }
-}
-
 }  // namespace
 
 bool parse_received(::grpc::ByteBuffer& received, pb::ModelInferRequest& into) {
-  reserve_large_entries(received, into);
+  if (const std::uint64_t total = received.Length(); total > protobuf_reserves_at_most) {
+    ::grpc::ProtoBufferReader reader(&received);
+    if (reader.status().ok()) (void)reserve_large_entries(reader, total, into);
+  }
   return parse_received(received, static_cast<::google::protobuf::MessageLite&>(into));
 }
 

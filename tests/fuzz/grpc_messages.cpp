@@ -3,12 +3,19 @@
 // and grpc/convert_messages.hpp). The first byte picks the message, the rest is its wire form:
 //   0  ModelInferRequest, as the server decodes it (Triton's gRPC rules, typed contents made
 //      raw, raw_input_contents viewed in place), then encoded again as the client would send it
-//      and decoded once more: the second decode must succeed and give the same request;
+//      and decoded once more: the second decode must succeed and give the same request. Parsed
+//      also after the server's reservation of its raw_input_contents entries (every entry
+//      reserved here, not only those past protobuf's safe string size): the parse must give
+//      the same message, and the reservation must not exceed the message's size;
 //   1  ModelInferResponse, as the client decodes it, then every output read through the typed
 //      view its datatype names (which must refuse a size that does not match the shape);
 //   2  RepositoryModelLoadRequest and 3 CudaSharedMemoryRegisterRequest, as the server reads
 //      their parameters.
 #include <inferwire/grpc/convert.hpp>
+
+#include "raw_entries.hpp"
+
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -77,6 +84,28 @@ void infer_request(const pb::ModelInferRequest& in) {
   }
 }
 
+std::string deterministic(const google::protobuf::MessageLite& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream s(&out);
+    google::protobuf::io::CodedOutputStream c(&s);
+    c.SetSerializationDeterministic(true);  // map entries by key
+    m.SerializeToCodedStream(&c);
+  }
+  return out;
+}
+
+// The server's reservation before the parse changes nothing the parse makes.
+void reserved_parse(const void* wire, int n, bool parsed, const pb::ModelInferRequest& plain) {
+  pb::ModelInferRequest reserved;
+  google::protobuf::io::ArrayInputStream bytes(wire, n);
+  if (inferwire::server::grpc_detail::reserve_large_entries(bytes, static_cast<std::uint64_t>(n), reserved, 0) >
+      static_cast<std::uint64_t>(n))
+    __builtin_trap();
+  if (reserved.ParseFromArray(wire, n) != parsed) __builtin_trap();
+  if (parsed && deterministic(reserved) != deterministic(plain)) __builtin_trap();
+}
+
 /// A request whose parameters the server reads with from_proto.
 template <class Message, class Request>
 void read_request(const void* wire, int n) {
@@ -98,7 +127,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (data[0] % 4) {
     case 0: {
       pb::ModelInferRequest in;
-      if (in.ParseFromArray(wire, n)) infer_request(in);
+      const bool parsed = in.ParseFromArray(wire, n);
+      reserved_parse(wire, n, parsed, in);
+      if (parsed) infer_request(in);
       break;
     }
     case 1: {
