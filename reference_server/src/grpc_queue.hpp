@@ -21,11 +21,11 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <type_traits>
 
 namespace inference {
 class ModelInferRequest;
 }
-#include <type_traits>
 
 namespace inferwire::server::grpc_detail {
 

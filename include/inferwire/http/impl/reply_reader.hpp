@@ -18,11 +18,11 @@
 #include <boost/json/value_to.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
-#include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
