@@ -58,7 +58,7 @@ std::size_t open_descriptors() {
   return n;
 }
 
-struct fixture {
+struct gms_fixture {
   std::string path = "/tmp/iw-gms-fuzz-" + std::to_string(::getpid()) + ".sock";
   boost::asio::io_context ioc;
   // 64 KiB granules and 64 MiB in all: the fuzzer cannot make the process allocate much.
@@ -68,7 +68,7 @@ struct fixture {
   std::thread thread;
   std::size_t base_fds = 0;
 
-  fixture() {
+  gms_fixture() {
     // OpenSSL initialises itself on its first use, once per process, and keeps what it
     // allocates then: do it on this thread, not the server's (which ends before the leak check).
     (void)gms::layout_hash({}, {});
@@ -81,7 +81,7 @@ struct fixture {
     thread = std::thread([this] { ioc.run(); });
     base_fds = open_descriptors();
   }
-  ~fixture() {
+  ~gms_fixture() {
     boost::asio::post(ioc, [this] { server->stop(); });
     guard.reset();
     thread.join();
@@ -176,7 +176,7 @@ class client {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static fixture f;
+  static gms_fixture f;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   std::optional<client> conns[2];
   std::string id(golden_id);

@@ -51,7 +51,7 @@ namespace srv = inferwire::server;
 namespace bhttp = boost::beast::http;
 using std::chrono::steady_clock;
 
-srv::options fuzz_options() {
+srv::options connection_options() {
   srv::options o;
   o.model_repositories = {INFERWIRE_SOURCE_DIR "/reference_server/models"};
   o.http_thread_count = 1;
@@ -81,15 +81,15 @@ std::size_t open_sockets() {
   __builtin_trap();
 }
 
-struct fixture {
-  srv::server_state s{fuzz_options()};
+struct connection_fixture {
+  srv::server_state s{connection_options()};
   std::shared_ptr<srv::listener> http, metrics;
   int http_port = 0, metrics_port = 0;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{s.ios.front()->get_executor()};
   std::thread io;
   std::size_t baseline_sockets = 0;
 
-  fixture() {
+  connection_fixture() {
     if (s.ios.size() != 1) __builtin_trap();
     s.repository.startup(s.opts.load_models, 1);
     inferwire::status st;
@@ -106,7 +106,7 @@ struct fixture {
     });
     baseline_sockets = open_sockets();
   }
-  ~fixture() {
+  ~connection_fixture() {
     work.reset();
     s.stop_io();
     io.join();
@@ -252,7 +252,7 @@ void check_replies(const received& r, bool may_be_head) {
 
 /// Once the connection is closed the server lets go of everything it held for it; the session
 /// ends on the I/O thread shortly after the close.
-void check_released(fixture& f) {
+void check_released(connection_fixture& f) {
   const auto deadline = steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
     const bool sockets = open_sockets() <= f.baseline_sockets;
@@ -273,7 +273,7 @@ void check_released(fixture& f) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static fixture f;
+  static connection_fixture f;
   if (size < 2) return 0;
   const std::uint8_t steer = data[0];
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);

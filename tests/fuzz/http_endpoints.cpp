@@ -54,7 +54,7 @@ namespace bhttp = boost::beast::http;
 constexpr const char* region_key = "/inferwire-fuzz-region";
 constexpr std::size_t region_size = 64 * 1024;
 
-srv::options fuzz_options() {
+srv::options endpoints_options() {
   srv::options o;
   o.model_repositories = {INFERWIRE_SOURCE_DIR "/reference_server/models",
                           INFERWIRE_SOURCE_DIR "/reference_server/models_ensemble",
@@ -69,12 +69,12 @@ srv::options fuzz_options() {
   return o;
 }
 
-struct fixture {
-  srv::server_state s{fuzz_options()};
+struct endpoints_fixture {
+  srv::server_state s{endpoints_options()};
   rest::endpoints endpoints{s};
   std::set<std::string> bundled;  ///< the models ready after start-up
 
-  fixture() {
+  endpoints_fixture() {
     const int fd = ::shm_open(region_key, O_RDWR | O_CREAT, 0600);
     if (fd < 0 || ::ftruncate(fd, region_size) != 0) __builtin_trap();
     ::close(fd);
@@ -189,7 +189,7 @@ void check(const rest::reply& r) {
   }
 }
 
-void answer(fixture& f, rest::http_request&& req) {
+void answer(endpoints_fixture& f, rest::http_request&& req) {
   auto out = std::make_shared<catcher>();
   const auto now = srv::clock::now();
   std::optional<rest::reply> r;
@@ -206,7 +206,7 @@ void answer(fixture& f, rest::http_request&& req) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static fixture f;
+  static endpoints_fixture f;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   bool touched_repository = false;
   for (int n = 0; n < 8 && !in.empty(); ++n) {
