@@ -22,6 +22,12 @@ function(inferwire_unity_build target)
     return()
   endif()
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+  # A precompiled header serves the translation units of a target; made one, the target only
+  # pays for writing it (the server's unit tests: 5 s to write, 1 s saved reading it back). It
+  # stays for the file-by-file build and for BY_FOLDER's several units.
+  if(NOT ARGV1 STREQUAL "BY_FOLDER")
+    set_target_properties(${target} PROPERTIES DISABLE_PRECOMPILE_HEADERS ON)
+  endif()
   if(ARGV1 STREQUAL "BY_FOLDER")
     set_target_properties(${target} PROPERTIES UNITY_BUILD_MODE GROUP)
     get_target_property(sources ${target} SOURCES)
