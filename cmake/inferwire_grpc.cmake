@@ -21,10 +21,19 @@ function(inferwire_grpc_protos target)
   add_library(${target} STATIC ${protos})
   protobuf_generate(TARGET ${target} LANGUAGE cpp
     IMPORT_DIRS "${arg_PROTO_DIR}" PROTOC_OUT_DIR "${out}" APPEND_PATH)
-  protobuf_generate(TARGET ${target} LANGUAGE grpc
+  # gRPC code for the two files that declare services (model_config.proto declares none).
+  # (No TARGET: with one, protobuf_generate takes all of the target's .proto files.)
+  protobuf_generate(LANGUAGE grpc OUT_VAR grpc_generated
+    PROTOS "${arg_PROTO_DIR}/grpc_service.proto" "${arg_PROTO_DIR}/health.proto"
     GENERATE_EXTENSIONS .grpc.pb.h .grpc.pb.cc
     PLUGIN "protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin>"
     IMPORT_DIRS "${arg_PROTO_DIR}" PROTOC_OUT_DIR "${out}" APPEND_PATH)
+  target_sources(${target} PRIVATE ${grpc_generated})
+  # Both compile as one translation unit, which parses gRPC's headers once (unoptimised, 7 s
+  # instead of 12). The Protobuf files stay apart: each defines the same file-static names.
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
+  set_source_files_properties("${out}/grpc_service.grpc.pb.cc" "${out}/health.grpc.pb.cc"
+    TARGET_DIRECTORY ${target} PROPERTIES UNITY_GROUP grpc_services)
   target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${out}>")
   target_link_libraries(${target} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
