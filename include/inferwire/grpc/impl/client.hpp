@@ -13,6 +13,7 @@
 #include "health.grpc.pb.h"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>  // net::error::eof, the end of a stream (impl/stream.hpp)
 #include <boost/asio/system_executor.hpp>
 #include <boost/json/parse.hpp>
 #include <google/protobuf/util/json_util.h>
