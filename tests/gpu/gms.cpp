@@ -4,10 +4,10 @@
 // with the data intact, import by a second process, a stale layout, a same-structure layout,
 // reallocate + remap, a killed writer's memory released. Without a usable GPU the program
 // prints why and exits 77 (ctest: skipped).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include "../gms/fixture.hpp"
+#include "../unit/catch_run.hpp"
 
 #include <inferwire/gms/cuda_vmm.hpp>
 #include <inferwire/gms/memory_manager.hpp>
@@ -190,5 +190,5 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: GMS GPU tests need CUDA VMM: %s\n", e.what());
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return inferwire::test::run_catch(argc, argv);
 }

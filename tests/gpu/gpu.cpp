@@ -3,7 +3,6 @@
 // server's GPU path (CUDA regions in and out of kernels, staging for mixed placements, zero
 // host copies on the direct path), checked against the CPU backend. Without a usable GPU the
 // program prints why and exits 77, which ctest reports as skipped.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <inferwire/http/client.hpp>
@@ -17,6 +16,7 @@
 #endif
 
 #include "../integration/harness.hpp"
+#include "../unit/catch_run.hpp"
 
 #include <boost/algorithm/hex.hpp>
 #include <boost/json/parse.hpp>
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, 0);
   std::printf("GPU tests on %s (%d device(s))\n", p.name, cuda::device_count());
-  return Catch::Session().run(argc, argv);
+  return inferwire::test::run_catch(argc, argv);
 }
 
 TEST_CASE("gpu: cuda_region allocates, copies and exports", "[gpu]") {
