@@ -15,7 +15,11 @@
 #include <inferwire/gms/error.hpp>
 #include <inferwire/gms/messages.hpp>
 
-#include <msgpack.hpp>
+// The packer's primitives and the unpacker only: <msgpack.hpp> adds every type adaptor, which
+// the codec does not use (its own pack_value and unpack_value map the fields).
+#include <msgpack/object.hpp>
+#include <msgpack/pack.hpp>
+#include <msgpack/unpack.hpp>
 
 #include <cstdint>
 #include <limits>

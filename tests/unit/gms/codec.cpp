@@ -5,6 +5,7 @@
 
 #include <boost/algorithm/hex.hpp>
 #include <catch2/catch.hpp>
+#include <msgpack.hpp>  // sbuffer and the adaptors, for frames the codec would not write
 
 #include <string>
 
