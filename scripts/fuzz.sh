@@ -43,8 +43,9 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds}s"
   dict=()
   [ -f "$root/tests/fuzz/$t.dict" ] && dict=(-dict="$root/tests/fuzz/$t.dict")
-  if INFERWIRE_FUZZ_TARGET=$t ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-       -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" \
+  if INFERWIRE_FUZZ_TARGET=$t ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$seconds" \
+       -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+       -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" \
        "$work" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*' || echo "?")
