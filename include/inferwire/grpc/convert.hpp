@@ -34,6 +34,8 @@ namespace detail {
 // The shared-memory parameters of a tensor, if any (int64 or uint64 offsets and sizes).
 inline status shm_of(const google::protobuf::Map<std::string, pb::InferParameter>& params,
                      std::optional<v2::shm_ref>& out) {
+  // Most tensors carry no parameters: no key to build and hash for them.
+  if (params.empty()) return {};
   auto it = params.find("shared_memory_region");
   if (it == params.end()) return {};
   if (it->second.parameter_choice_case() != pb::InferParameter::kStringParam)
