@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Bootstraps dependencies, builds everything and runs the whole test suite.
+# Bootstraps dependencies, builds everything but the benchmark programs (whose code the build
+# checks; `cmake --build build --target benches` builds them) and runs the whole test suite.
 #   scripts/test.sh [extra ctest arguments]
 # Environment: BUILD_DIR (default build), JOBS (default 2).
 set -euo pipefail
