@@ -306,7 +306,8 @@ void listen_all(inference_service& inference, health_service& health, ::grpc::Se
                 const std::shared_ptr<queue_gate>& gate, int ahead) {
   for (int i = 0; i < ahead; ++i) {
     // Raw: its request parsed by the call, its reply serialised by serialize_reply.
-    constexpr ::grpc::ByteBuffer (*serialize)(pb::ModelInferResponse&, std::uint64_t&) = &serialize_reply;
+    constexpr ::grpc::ByteBuffer (*serialize)(pb::ModelInferResponse&, std::uint64_t&, heap_trimmer*) =
+        &serialize_reply;
     unary_call<inference_service, pb::ModelInferRequest, pb::ModelInferResponse, &inference_service::RequestModelInfer,
                &inference_service::ModelInfer, true, serialize>::listen(inference, cq, gate);
     stream_call::listen(inference, inference.svc(), cq, gate);

@@ -119,8 +119,12 @@ inline bool parse_received(::grpc::ByteBuffer& received, ::google::protobuf::Mes
   return parsed;
 }
 /// ModelInferRequest's (ModelInfer's and a stream's): the same, with each raw_input_contents
-/// entry that protobuf would grow as it parses (grpc_stream.cpp) reserved at its size first.
-bool parse_received(::grpc::ByteBuffer& received, ::inference::ModelInferRequest& into);
+/// entry that protobuf would grow as it parses (grpc_stream.cpp) reserved at its size first,
+/// and each one large enough given a buffer that `heap` kept (when not null).
+bool parse_received(::grpc::ByteBuffer& received, ::inference::ModelInferRequest& into, heap_trimmer* heap);
+/// Hands the buffers of `q`'s large raw_input_contents entries to `heap` to keep for the next
+/// request (heap_trimmer::keep_buffer), before the message goes or is reused.
+void keep_large_entries(::inference::ModelInferRequest& q, heap_trimmer& heap) noexcept;
 
 /// What a unary handler sees of its call: the server context (metadata, cancellation) and the
 /// one reply, which any thread may send. The call may be gone as soon as finish() is called.
@@ -183,7 +187,10 @@ class unary_call final : public rpc, public unary_context {
 
   ~unary_call() {
     if (gate_->heap) {
-      if constexpr (raw) gate_->heap->note(received_bytes_ + reply_bytes_);
+      if constexpr (raw) {
+        keep_large_entries(*request_, *gate_->heap);
+        gate_->heap->note(received_bytes_ + reply_bytes_);
+      }
       else
         gate_->heap->note(static_cast<std::uint64_t>(request_->GetCachedSize()) +
                           static_cast<std::uint64_t>(response_->GetCachedSize()));
@@ -204,7 +211,7 @@ class unary_call final : public rpc, public unary_context {
       ::grpc::Status out = st;
       if (out.ok()) {
         try {
-          reply = Serialize(*response_, reply_bytes_);
+          reply = Serialize(*response_, reply_bytes_, gate->heap);
         } catch (...) {  // no memory for the reply's buffers
           out = ::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response");
         }
@@ -229,7 +236,7 @@ class unary_call final : public rpc, public unary_context {
 
   bool parse_request() {
     received_bytes_ = received_.Length();
-    return parse_received(received_, *request_);
+    return parse_received(received_, *request_, gate_->heap);
   }
 
   unary_call(Service& svc, ::grpc::ServerCompletionQueue* cq, std::shared_ptr<queue_gate> gate)

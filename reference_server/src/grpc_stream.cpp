@@ -67,13 +67,26 @@ void append_key(std::string& out, int field, std::uint64_t length) {
   return ::grpc::ByteBuffer(&slice, 1);
 }
 
+// An entry handed to gRPC: freed once sent, its buffer kept by `heap` for the next request
+// when it is large.
+struct sent_entry {
+  std::string bytes;
+  heap_trimmer* heap;
+  static void done(void* p) {
+    auto* e = static_cast<sent_entry*>(p);
+    if (e->heap) e->heap->keep_buffer(e->bytes);
+    delete e;
+  }
+};
+
 // `head` (what precedes the response: nothing, or a stream response's fields before it), then
 // the response's fields but raw_output_contents, then each entry in order: field 6 is the
 // message's last, so these are the bytes protobuf writes. The entries move out of the message.
-::grpc::ByteBuffer sliced(pb::ModelInferResponse& r, std::string head, std::uint64_t& bytes) {
-  std::vector<std::unique_ptr<std::string>> entries;
+::grpc::ByteBuffer sliced(pb::ModelInferResponse& r, std::string head, std::uint64_t& bytes, heap_trimmer* heap) {
+  std::vector<std::unique_ptr<sent_entry>> entries;
   entries.reserve(static_cast<std::size_t>(r.raw_output_contents_size()));
-  for (auto& c : *r.mutable_raw_output_contents()) entries.push_back(std::make_unique<std::string>(std::move(c)));
+  for (auto& c : *r.mutable_raw_output_contents())
+    entries.push_back(std::make_unique<sent_entry>(sent_entry{std::move(c), heap}));
   r.clear_raw_output_contents();
   std::string pending = std::move(head);
   r.AppendToString(&pending);  // every field before 6
@@ -82,15 +95,16 @@ void append_key(std::string& out, int field, std::uint64_t length) {
   slices.reserve(2 * entries.size() + 1);
   for (auto& e : entries) {
     const std::size_t before = pending.size();
-    append_key(pending, pb::ModelInferResponse::kRawOutputContentsFieldNumber, e->size());
-    bytes += pending.size() - before + e->size();
-    if (e->size() < handed_over) {
-      pending += *e;
+    std::string& b = e->bytes;
+    append_key(pending, pb::ModelInferResponse::kRawOutputContentsFieldNumber, b.size());
+    bytes += pending.size() - before + b.size();
+    if (b.size() < handed_over) {
+      pending += b;
       continue;
     }
     slices.emplace_back(pending);
     pending.clear();
-    slices.emplace_back(e->data(), e->size(), [](void* p) { delete static_cast<std::string*>(p); }, e.get());
+    slices.emplace_back(b.data(), b.size(), &sent_entry::done, e.get());
     e.release();  // the slice owns it now
   }
   if (!pending.empty()) slices.emplace_back(pending);
@@ -99,19 +113,35 @@ void append_key(std::string& out, int field, std::uint64_t length) {
 
 }  // namespace
 
-bool parse_received(::grpc::ByteBuffer& received, pb::ModelInferRequest& into) {
-  if (const std::uint64_t total = received.Length(); total > protobuf_reserves_at_most) {
+bool parse_received(::grpc::ByteBuffer& received, pb::ModelInferRequest& into, heap_trimmer* heap) {
+  const std::uint64_t total = received.Length();
+  if (total > protobuf_reserves_at_most || (heap && total >= heap_trimmer::kept_buffer_bytes)) {
     ::grpc::ProtoBufferReader reader(&received);
-    if (reader.status().ok()) (void)reserve_large_entries(reader, total, into);
+    if (reader.status().ok())
+      (void)reserve_large_entries(reader, total, into, protobuf_reserves_at_most, [heap](std::string& s, std::size_t n) {
+        // An entry this large gets a kept buffer, or a fresh one with its pages faulted in at
+        // once (heap_trim.hpp), where protobuf would fault them in one by one as it copies.
+        if (!heap || n < heap_trimmer::kept_buffer_bytes) return false;
+        if (!heap->take_buffer(s, n) && s.capacity() < n) {
+          s.clear();
+          s.reserve(n);
+          populate_pages(s.data(), s.capacity() + 1);
+        }
+        return true;
+      });
   }
   return parse_received(received, static_cast<::google::protobuf::MessageLite&>(into));
 }
 
-::grpc::ByteBuffer serialize_reply(pb::ModelInferResponse& r, std::uint64_t& bytes) {
-  return has_large_output(r) ? sliced(r, {}, bytes) : one_buffer(r, bytes);
+void keep_large_entries(pb::ModelInferRequest& q, heap_trimmer& heap) noexcept {
+  for (auto& s : *q.mutable_raw_input_contents()) heap.keep_buffer(s);
 }
 
-::grpc::ByteBuffer serialize_reply(pb::ModelStreamInferResponse& r, std::uint64_t& bytes) {
+::grpc::ByteBuffer serialize_reply(pb::ModelInferResponse& r, std::uint64_t& bytes, heap_trimmer* heap) {
+  return has_large_output(r) ? sliced(r, {}, bytes, heap) : one_buffer(r, bytes);
+}
+
+::grpc::ByteBuffer serialize_reply(pb::ModelStreamInferResponse& r, std::uint64_t& bytes, heap_trimmer* heap) {
   if (!r.has_infer_response() || !has_large_output(r.infer_response())) return one_buffer(r, bytes);
   // error_message (field 1), then infer_response's key and length (field 2) before its bytes.
   pb::ModelInferResponse& ir = *r.mutable_infer_response();
@@ -121,7 +151,7 @@ bool parse_received(::grpc::ByteBuffer& received, pb::ModelInferRequest& into) {
     head += r.error_message();
   }
   append_key(head, pb::ModelStreamInferResponse::kInferResponseFieldNumber, ir.ByteSizeLong());
-  return sliced(ir, std::move(head), bytes);
+  return sliced(ir, std::move(head), bytes, heap);
 }
 
 std::uint64_t typed_bytes(const pb::ModelInferRequest& q) {
@@ -192,7 +222,7 @@ void stream_call::on_read(bool ok) {
   const std::uint64_t wire = received_.Length();
   // A message that does not parse fails the read, as it fails a typed stream's in gRPC (what
   // its parse took goes back to the heap with the stream: a large one is noted for the trim).
-  if (ok && !parse_received(received_, request_)) {
+  if (ok && !parse_received(received_, request_, &svc_.state().heap)) {
     svc_.state().heap.note(wire);
     ok = false;
   }
@@ -358,7 +388,10 @@ void stream_call::finish(::grpc::Status st) {
 
 // Each operation holds the stream until its completion comes back.
 void stream_call::start_read() {
-  if (std::exchange(renew_request_, false)) request_ = pb::ModelInferRequest();
+  if (std::exchange(renew_request_, false)) {
+    keep_large_entries(request_, svc_.state().heap);
+    request_ = pb::ModelInferRequest();
+  }
   hold();
   INFERWIRE_HANDED_OVER(this);
   if (!gate_->start([&] { stream_.Read(&received_, &read_ev_); })) release();
@@ -366,7 +399,7 @@ void stream_call::start_read() {
 void stream_call::start_write(response& m) {
   ::grpc::ByteBuffer bytes;
   try {
-    bytes = serialize_reply(m, writing_bytes_);
+    bytes = serialize_reply(m, writing_bytes_, &svc_.state().heap);
   } catch (...) {  // no memory for its buffers: the stream ends INTERNAL, as a unary reply would
     writing_bytes_ = std::numeric_limits<std::uint64_t>::max();  // not kept for the next
     finish(::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response"));

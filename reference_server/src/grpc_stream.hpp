@@ -44,10 +44,12 @@ using raw_inference_service = ::inference::GRPCInferenceService::WithRawMethod_M
 /// its size. A small one is one buffer, as gRPC makes it. In one with a raw_output_contents entry
 /// of 64 KiB or more, each such entry goes to gRPC as a slice of its own string (moved out of
 /// the message, freed once sent) where gRPC would have copied the whole message into a buffer
-/// of its size: a 64 MiB identity reply into 64 MiB more of fresh memory. The bytes are those
+/// of its size: a 64 MiB identity reply into 64 MiB more of fresh memory. Once sent, a string
+/// that large goes to `heap` (when not null) to keep for the next request. The bytes are those
 /// protobuf writes. Throws std::bad_alloc.
-::grpc::ByteBuffer serialize_reply(::inference::ModelInferResponse& r, std::uint64_t& bytes);
-::grpc::ByteBuffer serialize_reply(::inference::ModelStreamInferResponse& r, std::uint64_t& bytes);
+::grpc::ByteBuffer serialize_reply(::inference::ModelInferResponse& r, std::uint64_t& bytes, heap_trimmer* heap);
+::grpc::ByteBuffer serialize_reply(::inference::ModelStreamInferResponse& r, std::uint64_t& bytes,
+                                   heap_trimmer* heap);
 
 /// One ModelStreamInfer stream. Requests of a stream run one after the other, so responses keep
 /// the stream's order: the next request is read when the previous one is answered. No thread

@@ -35,13 +35,7 @@ bool body_buffer::grow() {
     charge_.sub(want - capacity_);
     return false;
   }
-  char* fresh = static_cast<char*>(p) + capacity_;
-  const std::size_t n = want - capacity_;
-  ::madvise(fresh, n, MADV_HUGEPAGE);  // where the kernel allows them
-#ifdef MADV_POPULATE_WRITE
-  if (::madvise(fresh, n, MADV_POPULATE_WRITE) != 0)
-#endif
-    for (std::size_t i = 0; i < n; i += 4096) fresh[i] = 0;
+  populate_pages(static_cast<char*>(p) + capacity_, want - capacity_);
   data_ = static_cast<char*>(p);
   capacity_ = want;
   return true;

@@ -26,10 +26,16 @@ inline constexpr std::uint64_t protobuf_reserves_at_most = 50'000'000;
 /// them (a cleared repeated field keeps its strings) and fills each in one buffer. A length is
 /// reserved only where the message holds that many bytes after it, so a hostile message
 /// reserves no more than it sent; a malformed one stops the scan (its parse refuses it).
-/// Returns the bytes reserved.
-inline std::uint64_t reserve_large_entries(::google::protobuf::io::ZeroCopyInputStream& bytes, std::uint64_t total,
-                                           ::inference::ModelInferRequest& q,
-                                           std::uint64_t grown_past = protobuf_reserves_at_most) {
+/// `take(entry, length)` is asked first for each entry: true when it gave the entry a buffer of
+/// at least `length` bytes of its own (the server's kept buffers, heap_trim.hpp), which is then
+/// not reserved. Returns the bytes reserved or taken.
+struct take_nothing {
+  bool operator()(std::string&, std::size_t) const noexcept { return false; }
+};
+template <class Take = take_nothing>
+std::uint64_t reserve_large_entries(::google::protobuf::io::ZeroCopyInputStream& bytes, std::uint64_t total,
+                                    ::inference::ModelInferRequest& q,
+                                    std::uint64_t grown_past = protobuf_reserves_at_most, Take&& take = {}) {
   ::google::protobuf::io::CodedInputStream in(&bytes);
   using wire = ::google::protobuf::internal::WireFormatLite;
   std::uint64_t reserved = 0;
@@ -54,7 +60,9 @@ inline std::uint64_t reserve_large_entries(::google::protobuf::io::ZeroCopyInput
           std::string* s =
               entry < q.raw_input_contents_size() ? q.mutable_raw_input_contents(entry) : q.add_raw_input_contents();
           ++entry;
-          if (length > grown_past) {
+          if (take(*s, std::size_t{length})) {
+            reserved += length;
+          } else if (length > grown_past) {
             s->reserve(length);
             reserved += length;
           }

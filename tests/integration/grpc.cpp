@@ -258,9 +258,10 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
                                                  grpc::InsecureChannelCredentials(), args);
   auto stub = inference::GRPCInferenceService::NewStub(channel);
   // 12,500,001 INT32 elements: an entry of 50,000,004 bytes, past the size protobuf grows as it
-  // parses, which the server reserves first.
-  for (const auto& [n0, n1] :
-       {std::pair<std::size_t, std::size_t>{300000, 3}, {5, 70000}, {40000, 40000}, {0, 0}, {12'500'001, 2}}) {
+  // parses, which the server reserves first. Its buffer is kept once the reply is sent, and the
+  // next entry of 32 MiB or more (10,485,761 elements, 41,943,044 bytes) is parsed into it.
+  for (const auto& [n0, n1] : {std::pair<std::size_t, std::size_t>{300000, 3}, {5, 70000}, {40000, 40000}, {0, 0},
+                               {12'500'001, 2}, {10'485'761, 1}}) {
     INFO(n0 << " INT32 elements and " << n1 << " strings");
     inference::ModelInferRequest q;
     q.set_model_name("batch_identity");
@@ -277,7 +278,7 @@ TEST_CASE("grpc: ModelInfer and stream replies with large and small outputs in o
     in1->add_shape(static_cast<std::int64_t>(n1));
     std::string ints(n0 * 4, '\0');
     for (std::size_t i = 0; i < n0; ++i) {
-      const auto v = static_cast<std::int32_t>(i * 7);
+      const auto v = static_cast<std::int32_t>(i * 7 + n0);  // no two requests alike
       std::memcpy(ints.data() + i * 4, &v, 4);
     }
     std::string strings;
