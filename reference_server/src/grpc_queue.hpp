@@ -188,12 +188,12 @@ class unary_call final : public rpc, public unary_context {
   ~unary_call() {
     if (gate_->heap) {
       if constexpr (raw) {
-        keep_large_entries(*request_, *gate_->heap);
+        keep_large_entries(*request_, *gate_->heap);  // entries no output took
         gate_->heap->note(received_bytes_ + reply_bytes_);
-      }
-      else
+      } else {
         gate_->heap->note(static_cast<std::uint64_t>(request_->GetCachedSize()) +
                           static_cast<std::uint64_t>(response_->GetCachedSize()));
+      }
     }
   }
 
