@@ -118,17 +118,8 @@ bool parse_received(::grpc::ByteBuffer& received, pb::ModelInferRequest& into, h
   if (total > protobuf_reserves_at_most || (heap && total >= heap_trimmer::kept_buffer_bytes)) {
     ::grpc::ProtoBufferReader reader(&received);
     if (reader.status().ok())
-      (void)reserve_large_entries(reader, total, into, protobuf_reserves_at_most, [heap](std::string& s, std::size_t n) {
-        // An entry this large gets a kept buffer, or a fresh one with its pages faulted in at
-        // once (heap_trim.hpp), where protobuf would fault them in one by one as it copies.
-        if (!heap || n < heap_trimmer::kept_buffer_bytes) return false;
-        if (!heap->take_buffer(s, n) && s.capacity() < n) {
-          s.clear();
-          s.reserve(n);
-          populate_pages(s.data(), s.capacity() + 1);
-        }
-        return true;
-      });
+      (void)reserve_large_entries(reader, total, into, protobuf_reserves_at_most,
+                                  [heap](std::string& s, std::size_t n) { return heap && heap->make_room(s, n); });
   }
   return parse_received(received, static_cast<::google::protobuf::MessageLite&>(into));
 }

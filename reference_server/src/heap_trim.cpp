@@ -80,6 +80,16 @@ bool heap_trimmer::take_buffer(std::string& s, std::size_t bytes) noexcept {
   return true;
 }
 
+bool heap_trimmer::make_room(std::string& s, std::size_t bytes) {
+  if (bytes < kept_buffer_bytes) return false;
+  if (!take_buffer(s, bytes) && s.capacity() < bytes) {
+    s.clear();
+    s.reserve(bytes);
+    populate_pages(s.data(), s.capacity() + 1);
+  }
+  return true;
+}
+
 void heap_trimmer::keep_buffer(std::string& s) noexcept {
   if (s.capacity() < kept_buffer_bytes || s.capacity() > most_kept_bytes) return;
   {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Gives the C heap's free pages back to the system once large requests are gone.
+// Gives the C heap's free pages back to the system once large requests are gone, and keeps
+// the buffers of very large tensors for the next request meanwhile.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -81,6 +82,11 @@ class heap_trimmer {
   /// Gives `s` the smallest kept buffer that holds `bytes` (its contents cleared) when `s`
   /// holds less; a buffer `s` had goes to the kept ones in its place. False: none fits.
   bool take_buffer(std::string& s, std::size_t bytes) noexcept;
+  /// Room for `bytes` in `s` when that is at least `kept_buffer_bytes`: a kept buffer, or else
+  /// (unless `s` holds enough) a fresh one with its pages faulted in at once (populate_pages),
+  /// where a copy into it would fault them in one by one. False, `s` untouched: smaller.
+  /// Throws std::bad_alloc.
+  bool make_room(std::string& s, std::size_t bytes);
   /// Keeps the buffer of `s` (left empty) when it is large and there is room; else leaves it.
   /// Arms the trim, which frees what is kept once the server is quiet. Thread-safe.
   void keep_buffer(std::string& s) noexcept;

@@ -98,6 +98,19 @@ TEST_CASE("heap trim: large buffers are kept for the next request, bounded, and 
   CHECK_FALSE(trim.take_buffer(third, 1));  // below the kept size: not served from them
   CHECK(trim.kept_bytes() == kept - second.capacity());
 
+  // make_room: nothing below the kept size; a kept buffer when one fits, else a fresh one.
+  std::string room;
+  CHECK_FALSE(trim.make_room(room, large - 1));
+  CHECK(room.capacity() < large);
+  const std::size_t before_room = trim.kept_bytes();
+  REQUIRE(trim.make_room(room, large));
+  CHECK(room.capacity() >= large);
+  CHECK(trim.kept_bytes() < before_room);  // the smallest kept one that fits
+  std::string fresh;
+  REQUIRE(trim.make_room(fresh, 4 * large));  // none fits: a fresh buffer
+  CHECK(fresh.capacity() >= 4 * large);
+  CHECK(trim.kept_bytes() == before_room - room.capacity());
+
   // Kept buffers hold the trim back for kept_quiet, then are freed with the trim.
   io.run_for(3 * heap_trimmer::quiet);
   CHECK(trim.trims() == 0);
