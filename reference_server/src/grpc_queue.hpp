@@ -211,7 +211,7 @@ class unary_call final : public rpc, public unary_context {
       ::grpc::Status out = st;
       if (out.ok()) {
         try {
-          reply = Serialize(*response_, reply_bytes_, gate->heap);
+          Serialize(*response_, reply_bytes_, gate->heap).Swap(&reply);  // no copy (grpc_stream.cpp)
         } catch (...) {  // no memory for the reply's buffers
           out = ::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response");
         }

@@ -390,7 +390,9 @@ void stream_call::start_read() {
 void stream_call::start_write(response& m) {
   ::grpc::ByteBuffer bytes;
   try {
-    bytes = serialize_reply(m, writing_bytes_, &svc_.state().heap);
+    // Swapped in: ByteBuffer has no move assignment, and its copy takes a reference to every
+    // slice and a new buffer (then destroys the temporary's).
+    serialize_reply(m, writing_bytes_, &svc_.state().heap).Swap(&bytes);
   } catch (...) {  // no memory for its buffers: the stream ends INTERNAL, as a unary reply would
     writing_bytes_ = std::numeric_limits<std::uint64_t>::max();  // not kept for the next
     finish(::grpc::Status(::grpc::StatusCode::INTERNAL, "failed to allocate memory for the response"));
