@@ -51,9 +51,9 @@ class reply_queue {
 
   /// Producer: queues `reply`, waiting while the queue is full. False when nobody will receive
   /// it (broken, ended, or ended by the stall or exit rule while it waited).
-  bool push(T reply) { return add(std::move(reply), true); }
+  bool push(T&& reply) { return add(std::move(reply), true); }
   /// Producer: queues `reply` without waiting. False when nobody will receive it.
-  bool put(T reply) { return add(std::move(reply), false); }
+  bool put(T&& reply) { return add(std::move(reply), false); }
   /// Producer: no more replies.
   void end() {
     std::function<void()> wake;
@@ -105,7 +105,9 @@ class reply_queue {
   }
 
  private:
-  bool add(T reply, bool wait) {
+  // By reference: a gRPC stream's reply is a protobuf message, whose every move is a new
+  // message and a swap, and every moved-from one a destructor to run.
+  bool add(T&& reply, bool wait) {
     std::function<void()> wake;
     bool stalled = false;
     {
