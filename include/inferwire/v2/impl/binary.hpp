@@ -188,8 +188,7 @@ INFERWIRE_DECL bool parse_leading_integer(std::string_view s, std::int64_t& out,
 
 }  // namespace detail
 
-INFERWIRE_DECL status check_count(std::string_view what, std::size_t n, std::size_t max) {
-  if (n <= max) return {};
+INFERWIRE_DECL status detail::count_exceeded(std::string_view what, std::size_t n, std::size_t max) {
   return {errc::invalid_arg, "request has " + std::to_string(n) + " " + std::string(what) +
                                  ", more than the " + std::to_string(max) + " allowed"};
 }
