@@ -94,25 +94,29 @@ void heap_trimmer::keep_buffer(std::string& s) noexcept {
   if (s.capacity() < kept_buffer_bytes || s.capacity() > most_kept_bytes) return;
   {
     std::lock_guard lock(kept_mutex_);
-    std::size_t total = 0;
     std::string* slot = nullptr;
-    for (auto& k : kept_) {
-      if (k.capacity() >= kept_buffer_bytes) total += k.capacity();
-      else if (!slot) slot = &k;
-    }
-    if (!slot || total + s.capacity() > most_kept_bytes) return;
+    for (auto& k : kept_)
+      if (k.capacity() < kept_buffer_bytes) {
+        slot = &k;
+        break;
+      }
+    if (!slot || kept_total() + s.capacity() > most_kept_bytes) return;
     s.clear();
     slot->swap(s);
   }
   note_large();
 }
 
-std::size_t heap_trimmer::kept_bytes() const noexcept {
-  std::lock_guard lock(kept_mutex_);
+std::size_t heap_trimmer::kept_total() const noexcept {
   std::size_t total = 0;
   for (const auto& k : kept_)
     if (k.capacity() >= kept_buffer_bytes) total += k.capacity();
   return total;
+}
+
+std::size_t heap_trimmer::kept_bytes() const noexcept {
+  std::lock_guard lock(kept_mutex_);
+  return kept_total();
 }
 
 void heap_trimmer::free_kept() noexcept {

@@ -98,6 +98,7 @@ class heap_trimmer {
   void wait(std::chrono::steady_clock::duration after = quiet) noexcept;
   void on_timer();
   void free_kept() noexcept;
+  std::size_t kept_total() const noexcept;  ///< kept_bytes() with kept_mutex_ held
 
   boost::asio::steady_timer timer_;
   const std::atomic<std::int64_t>& in_flight_;
