@@ -6,7 +6,8 @@
 // answering every request with a response of the same size: the best baseline, a one-thread
 // completion-queue (asynchronous) echo, and a synchronous echo (gRPC's thread pool) as a second
 // line. Targets: >= 0.9x the completion-queue echo's rate and <= 1.2x its server CPU per
-// request at every level.
+// request at every level. Each level runs three interleaved rounds: figures are medians, ratios
+// the median of each round's ratio.
 // Then FP32 tensors of 64 B to 64 MiB through identity_fp32 and back, one call at a time,
 // against the completion-queue echo answering with the real response of each size: time per
 // call and server CPU per byte, target <= 1.1x; and the server's resident memory 3 s after the
@@ -359,16 +360,24 @@ int run(int argc, char** argv) {
     cq.infer("simple", req);
   }
   // One level: each server's rate and CPU per request, ours against the completion-queue echo
-  // (the target) and the synchronous one.
+  // (the target) and the synchronous one. Figures are medians over the rounds; a ratio is the
+  // median of each round's ratio (as bench_http_infer's), so that a slow second of this VM
+  // weighs on both sides of the ratio it falls in, and the rounds' ratios follow.
   struct figure {
     double rate = 0, cpu_us = 0;
   };
-  auto line = [](const char* what, const figure& s, const figure& e, const figure& y) {
-    const double rate = s.rate / e.rate, cpu = s.cpu_us / e.cpu_us;
+  auto line = [](const char* what, const figure& s, const figure& e, const figure& y, const std::vector<double>& rates,
+                 const std::vector<double>& cpus) {
+    const double rate = bench::median(rates), cpu = bench::median(cpus);
     std::printf("%-20s inferwire-server %8.0f req/s %6.1f us CPU   cq echo %8.0f req/s %6.1f us CPU   "
-                "ratio %.2f rate (>= 0.9: %s), %.2f CPU (<= 1.2: %s)   sync echo %8.0f req/s %6.1f us CPU (%.2f)\n",
+                "ratio %.2f rate (>= 0.9: %s), %.2f CPU (<= 1.2: %s)   sync echo %8.0f req/s %6.1f us CPU (%.2f)   "
+                "rounds: rate",
                 what, s.rate, s.cpu_us, e.rate, e.cpu_us, rate, rate >= 0.9 ? "met" : "NOT met", cpu,
                 cpu <= 1.2 ? "met" : "NOT met", y.rate, y.cpu_us, s.rate / y.rate);
+    for (double r : rates) std::printf(" %.2f", r);
+    std::printf(", CPU");
+    for (double c : cpus) std::printf(" %.2f", c);
+    std::printf("\n");
   };
   auto measured = [](pid_t pid, auto&& run) {
     const double c0 = bench::cpu_seconds(pid, false);
@@ -388,7 +397,12 @@ int run(int argc, char** argv) {
       }
     }
     auto median_of = [&](int k) { return figure{bench::median(rate[k]), bench::median(cpu[k])}; };
-    line(what.c_str(), median_of(2), median_of(0), median_of(1));
+    std::vector<double> rates, cpus;  // each round's, ours against the completion-queue echo
+    for (std::size_t i = 0; i < rate[0].size(); ++i) {
+      rates.push_back(rate[2][i] / rate[0][i]);
+      cpus.push_back(cpu[2][i] / cpu[0][i]);
+    }
+    line(what.c_str(), median_of(2), median_of(0), median_of(1), rates, cpus);
   };
   for (int conc : {1, 16, 64}) {
     if (!only.empty() && only != "unary") break;
@@ -457,7 +471,13 @@ int run(int argc, char** argv) {
     const double t_echo = bench::median(call_us[0]), t_ours = bench::median(call_us[1]);
     const double c_echo = bench::median(cpu_ns[0]), c_ours = bench::median(cpu_ns[1]);
     const double f_echo = bench::median(faults[0]), f_ours = bench::median(faults[1]);
-    const double rt = t_ours / t_echo, rc = c_ours / c_echo;
+    // Each round's ratios, their medians the figures (as the levels above).
+    std::vector<double> times, cpus;
+    for (std::size_t i = 0; i < call_us[0].size(); ++i) {
+      times.push_back(call_us[1][i] / call_us[0][i]);
+      cpus.push_back(cpu_ns[1][i] / cpu_ns[0][i]);
+    }
+    const double rt = bench::median(times), rc = bench::median(cpus);
     const std::string size = bytes < 1024 ? std::to_string(bytes) + " B"
                              : bytes < (std::size_t{1} << 20) ? std::to_string(bytes >> 10) + " KiB"
                                                                : std::to_string(bytes >> 20) + " MiB";
