@@ -52,6 +52,13 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Each round's ratio: a[i] / b[i] for the rounds of two measurements taken side by side.
+inline std::vector<double> ratios(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) r.push_back(a[i] / b[i]);
+  return r;
+}
+
 // The fields of /proc/<p>/stat after the command name (field 3 first); empty when gone.
 inline std::vector<std::string> stat_fields(pid_t p) {
   std::vector<std::string> f;

@@ -397,12 +397,9 @@ int run(int argc, char** argv) {
       }
     }
     auto median_of = [&](int k) { return figure{bench::median(rate[k]), bench::median(cpu[k])}; };
-    std::vector<double> rates, cpus;  // each round's, ours against the completion-queue echo
-    for (std::size_t i = 0; i < rate[0].size(); ++i) {
-      rates.push_back(rate[2][i] / rate[0][i]);
-      cpus.push_back(cpu[2][i] / cpu[0][i]);
-    }
-    line(what.c_str(), median_of(2), median_of(0), median_of(1), rates, cpus);
+    // Each round's ratios, ours against the completion-queue echo.
+    line(what.c_str(), median_of(2), median_of(0), median_of(1), bench::ratios(rate[2], rate[0]),
+         bench::ratios(cpu[2], cpu[0]));
   };
   for (int conc : {1, 16, 64}) {
     if (!only.empty() && only != "unary") break;
@@ -471,13 +468,9 @@ int run(int argc, char** argv) {
     const double t_echo = bench::median(call_us[0]), t_ours = bench::median(call_us[1]);
     const double c_echo = bench::median(cpu_ns[0]), c_ours = bench::median(cpu_ns[1]);
     const double f_echo = bench::median(faults[0]), f_ours = bench::median(faults[1]);
-    // Each round's ratios, their medians the figures (as the levels above).
-    std::vector<double> times, cpus;
-    for (std::size_t i = 0; i < call_us[0].size(); ++i) {
-      times.push_back(call_us[1][i] / call_us[0][i]);
-      cpus.push_back(cpu_ns[1][i] / cpu_ns[0][i]);
-    }
-    const double rt = bench::median(times), rc = bench::median(cpus);
+    // The medians of each round's ratios (as the levels above).
+    const double rt = bench::median(bench::ratios(call_us[1], call_us[0]));
+    const double rc = bench::median(bench::ratios(cpu_ns[1], cpu_ns[0]));
     const std::string size = bytes < 1024 ? std::to_string(bytes) + " B"
                              : bytes < (std::size_t{1} << 20) ? std::to_string(bytes >> 10) + " KiB"
                                                                : std::to_string(bytes >> 20) + " MiB";
